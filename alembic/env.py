@@ -1,0 +1,48 @@
+"""Alembic environment for sag-pg.
+
+The DSN comes from ``config.attributes["dsn"]`` (set by ``sag_pg.db.migrate``) or, when alembic is run
+by hand from a checkout, from ``SAG_DATABASE_URL``.  One advisory lock serialises concurrent upgrades.
+"""
+
+from __future__ import annotations
+
+import os
+
+import psycopg
+from sqlalchemy import create_engine
+from sqlalchemy.pool import NullPool
+
+from alembic import context
+
+MIGRATION_LOCK = 7_265_371_001  # arbitrary, fixed: pg_advisory_xact_lock key for "sag-pg schema upgrade"
+
+
+def _dsn() -> str:
+    dsn = context.config.attributes.get("dsn") or os.environ.get("SAG_DATABASE_URL")
+    if not dsn:
+        raise RuntimeError("set SAG_DATABASE_URL (or use `sag-pg db upgrade`, which finds the database itself)")
+    return str(dsn)
+
+
+def run_migrations_online() -> None:
+    dsn = _dsn()
+    # psycopg parses every libpq DSN form (URIs with ?host=/socket/dir included); SQLAlchemy only wraps it.
+    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=NullPool)
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=None,
+            version_table_schema="sag",
+            transactional_ddl=True,
+            transaction_per_migration=False,
+        )
+        with context.begin_transaction():
+            # Taken before alembic reads its version table, so a second upgrader waits and then sees head.
+            context.execute(f"select pg_advisory_xact_lock({MIGRATION_LOCK})")
+            context.execute("create schema if not exists sag")
+            context.run_migrations()
+
+
+if context.is_offline_mode():
+    raise RuntimeError("sag-pg migrations run online only")
+run_migrations_online()

@@ -1,0 +1,72 @@
+"""Shared CLI plumbing: the context object, JSON output, and turning errors into one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..config import Settings
+from ..errors import SagError
+
+
+@dataclass
+class AppContext:
+    settings: Settings
+    debug: bool = False
+    _sag: Any = field(default=None, repr=False)
+
+    def sag(self) -> Any:
+        """The library client, created on first use (starting the embedded server if needed)."""
+        if self._sag is None:
+            from ..client import SAG
+
+            self._sag = SAG(settings=self.settings)
+        return self._sag
+
+
+pass_app = click.make_pass_decorator(AppContext)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def run_main(cli: click.Group, argv: Sequence[str] | None) -> int:
+    """Run the click group; library errors become one red line and exit code 1 (traceback with --debug)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cli.main(args=args, prog_name="sag-pg", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except SagError as exc:
+        if "--debug" in args:
+            traceback.print_exc()
+        click.secho(f"Error: {exc}", fg="red", err=True)
+        return 1
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        return 130
+    return 0

@@ -1,0 +1,88 @@
+"""`sag-pg db …`: where the database is, its schema, its state."""
+
+from __future__ import annotations
+
+import click
+
+from ..client import status_of
+from ..db import embedded, migrate
+from ..db.connection import redact, resolve_dsn
+from ._common import AppContext, echo_json, pass_app
+
+
+@click.group()
+def db() -> None:
+    """Manage the database: url, status, upgrade, stop.
+
+    Example:
+
+        psql "$(sag-pg db url)"
+    """
+
+
+@db.command()
+@pass_app
+def url(app: AppContext) -> None:
+    """Print the connection URL (starting the embedded server if needed).
+
+    Example:
+
+        psql "$(sag-pg db url)" -c '\\dt sag.*'
+    """
+    click.echo(resolve_dsn(app.settings))
+
+
+@db.command()
+@pass_app
+def upgrade(app: AppContext) -> None:
+    """Create or upgrade the schema (safe to run again, and concurrently).
+
+    Example:
+
+        sag-pg db upgrade
+    """
+    dsn = resolve_dsn(app.settings)
+    head = migrate.upgrade(dsn)
+    click.echo(f"schema at revision {head} in {redact(dsn)}")
+
+
+@db.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_app
+def status(app: AppContext, as_json: bool) -> None:
+    """Show server and pgvector versions, schema revision, embedder and row counts.
+
+    Example:
+
+        sag-pg db status --json
+    """
+    info = status_of(app.settings)
+    info["location"] = "external" if app.settings.database_url else str(embedded.pgdata_dir(app.settings.home))
+    if as_json:
+        echo_json(info)
+        return
+    click.echo(f"PostgreSQL  {info['server_version']}  ({info['location']})")
+    click.echo(f"pgvector    {info['pgvector_version'] or 'not installed (available: %s)' % info['pgvector_available']}")
+    state = info["schema_state"]
+    revision = info["schema_revision"] or "none"
+    hint = {"empty": " — run `sag-pg db upgrade`", "behind": " — run `sag-pg db upgrade`"}.get(state, "")
+    click.echo(f"schema      revision {revision} ({state}; code at {info['schema_head']}){hint}")
+    embedder = info["embedder"]
+    click.echo(f"embedder    {embedder['name'] + ' (dim %s)' % embedder['dimension'] if embedder else 'not bound yet'}")
+    for table, count in info["counts"].items():
+        click.echo(f"{table:<11} {count}")
+
+
+@db.command()
+@pass_app
+def stop(app: AppContext) -> None:
+    """Stop the embedded server (it starts again on the next command).
+
+    Example:
+
+        sag-pg db stop
+    """
+    if app.settings.database_url:
+        raise click.UsageError("an external database (SAG_DATABASE_URL / --dsn) is not ours to stop")
+    stopped = embedded.stop_server(app.settings.home)
+    click.echo("stopped" if stopped else "not running")

@@ -1,0 +1,37 @@
+"""The root `sag-pg` group and its global options."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from .. import __version__
+from ..config import Settings
+from ._common import AppContext
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", prog_name="sag-pg")
+@click.option("--dsn", envvar="SAG_DATABASE_URL", help="PostgreSQL (>= 15, with pgvector) to use instead of "
+              "the embedded server. Env: SAG_DATABASE_URL.")
+@click.option("--home", type=click.Path(path_type=Path), envvar="SAG_HOME",
+              help="Where the embedded server keeps its data. Env: SAG_HOME.")
+@click.option("--embedder", envvar="SAG_EMBEDDER", help="hash (default), hash:DIM, openai:MODEL or st:PATH.")
+@click.option("--llm", envvar="SAG_LLM", help="openai:MODEL for any OpenAI-compatible endpoint "
+              "(SAG_LLM_BASE_URL, SAG_LLM_API_KEY). Without it, the offline rule extractor is used.")
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+@click.pass_context
+def cli(ctx: click.Context, dsn: str | None, home: Path | None, embedder: str | None, llm: str | None,
+        debug: bool) -> None:
+    """sag-pg: documents in, answers with their evidence out — retrieval that lives in PostgreSQL.
+
+    Example:
+
+        sag-pg demo
+    """
+    if debug:
+        logging.basicConfig(level=logging.DEBUG)
+    settings = Settings.from_env(database_url=dsn, home=home, embedder=embedder, llm=llm)
+    ctx.obj = AppContext(settings=settings, debug=debug)

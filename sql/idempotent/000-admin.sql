@@ -1,0 +1,70 @@
+-- Administrative functions: embedder binding and statistics.  Re-applied on every upgrade.
+
+create or replace function sag.bind_embedder(embedder text, dimension integer)
+returns jsonb
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    bound jsonb;
+begin
+    if embedder is null or embedder = '' then
+        raise exception using errcode = '22023', message = 'sag.bind_embedder: embedder name must not be empty';
+    end if;
+    if dimension is null or dimension < 1 or dimension > 16000 then
+        raise exception using errcode = '22023',
+            message = format('sag.bind_embedder: dimension must be between 1 and 16000, got %s', dimension);
+    end if;
+    -- Two first-time clients may bind at once; the first one decides, the second compares.
+    perform pg_advisory_xact_lock(hashtext('sag.bind_embedder'));
+    select value into bound from sag.settings where name = 'embedder';
+    if bound is null then
+        execute format('alter table sag.chunks alter column embedding type vector(%s)', dimension);
+        execute format('alter table sag.events alter column embedding type vector(%s)', dimension);
+        execute format('alter table sag.keys alter column embedding type vector(%s)', dimension);
+        -- pgvector's HNSW indexes plain vectors of up to 2,000 dimensions.
+        if dimension <= 2000 then
+            create index if not exists chunks_embedding_hnsw on sag.chunks using hnsw (embedding vector_cosine_ops);
+            create index if not exists events_embedding_hnsw on sag.events using hnsw (embedding vector_cosine_ops);
+            create index if not exists keys_embedding_hnsw on sag.keys using hnsw (embedding vector_cosine_ops);
+        else
+            raise notice 'dimension % is above pgvector''s HNSW limit of 2000: vector search will scan', dimension;
+        end if;
+        bound := jsonb_build_object('name', embedder, 'dimension', dimension, 'bound_at', now());
+        insert into sag.settings (name, value) values ('embedder', bound);
+        return bound;
+    end if;
+    if bound->>'name' <> embedder or (bound->>'dimension')::int <> dimension then
+        raise exception using errcode = '22023',
+            message = format('this database was created with embedder %s (dimension %s), not %s (dimension %s)',
+                             bound->>'name', bound->>'dimension', embedder, dimension),
+            hint = 'Open it with the same embedder (--embedder / SAG_EMBEDDER), or use another database.';
+    end if;
+    return bound;
+end;
+$$;
+comment on function sag.bind_embedder(text, integer) is
+    'Records which embedder (name, dimension) this database serves, typing the embedding columns and building '
+    'their HNSW indexes on first call; afterwards raises 22023 if called with another embedder.';
+
+create or replace function sag.bound_embedder()
+returns jsonb
+language sql stable
+set search_path = sag, public, pg_catalog
+as $$ select value from sag.settings where name = 'embedder' $$;
+comment on function sag.bound_embedder() is
+    'The embedder this database was created with: {"name", "dimension", "bound_at"}, or NULL if none yet.';
+
+create or replace function sag.table_counts()
+returns table (table_name text, row_count bigint)
+language sql stable
+set search_path = sag, public, pg_catalog
+as $$
+    select 'sources', count(*) from sag.sources
+    union all select 'documents', count(*) from sag.documents
+    union all select 'chunks', count(*) from sag.chunks
+    union all select 'events', count(*) from sag.events
+    union all select 'keys', count(*) from sag.keys
+    union all select 'event_keys', count(*) from sag.event_keys
+$$;
+comment on function sag.table_counts() is 'Exact row counts of the main sag tables.';

@@ -1,0 +1,71 @@
+"""Fixtures: one real PostgreSQL server per test session, a migrated template, a fresh copy per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector
+from pytest_postgresql import factories
+
+from sag_pg.db import migrate
+
+from .pg import server_params
+
+SERVER = server_params()
+# Unique per pytest process, so several sessions (developers, CI) can share one server.
+TEMPLATE_DB = f"sag_test_{os.getpid()}"
+
+
+def _migrate_template(
+    host: str, port: int, user: str, dbname: str, password: str | None = None, **_: object
+) -> None:
+    migrate.upgrade(psycopg.conninfo.make_conninfo(host=host, port=port, user=user, dbname=dbname,
+                                                   password=password or None))
+
+
+postgresql_sag = factories.postgresql_noproc(
+    host=SERVER.host,
+    port=SERVER.port,
+    user=SERVER.user,
+    password=SERVER.password,
+    dbname=TEMPLATE_DB,
+    maintenance_dbname=SERVER.maintenance_db,
+    load=[_migrate_template],
+)
+_fresh_db = factories.postgresql("postgresql_sag")
+
+
+@pytest.fixture
+def db_dsn(_fresh_db: psycopg.Connection) -> str:
+    """DSN of a fresh, fully migrated database (a copy of the session's template)."""
+    info = _fresh_db.info
+    return psycopg.conninfo.make_conninfo(
+        host=info.host, port=info.port, user=info.user, dbname=info.dbname, password=SERVER.password or None
+    )
+
+
+@pytest.fixture
+def db_conn(db_dsn: str) -> Iterator[psycopg.Connection]:
+    """A psycopg connection (pgvector registered, autocommit off) to a fresh migrated database."""
+    with psycopg.connect(db_dsn) as conn:
+        register_vector(conn)
+        yield conn
+
+
+@pytest.fixture
+def empty_db_dsn(_fresh_db: psycopg.Connection) -> str:
+    """DSN of a fresh database with nothing in it (not even the vector extension)."""
+    name = f"{_fresh_db.info.dbname}_empty"
+    with psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True) as admin:
+        admin.execute(psycopg.sql.SQL("drop database if exists {}").format(psycopg.sql.Identifier(name)))
+        admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
+    yield SERVER.dsn(name)
+    with psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True) as admin:
+        admin.execute(
+            "select pg_terminate_backend(pid) from pg_stat_activity where datname = %s and pid <> pg_backend_pid()",
+            [name],
+        )
+        admin.execute(psycopg.sql.SQL("drop database if exists {}").format(psycopg.sql.Identifier(name)))

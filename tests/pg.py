@@ -1,0 +1,40 @@
+"""The PostgreSQL server the tests run against: SAG_TEST_DATABASE_URL, or a private embedded one."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from sag_pg.db import embedded
+
+TEST_HOME = Path(os.environ.get("SAG_TEST_HOME", Path(__file__).resolve().parent.parent / ".sag-test"))
+
+
+@dataclass(frozen=True)
+class ServerParams:
+    host: str
+    port: int
+    user: str
+    password: str | None
+    maintenance_db: str
+
+    def dsn(self, dbname: str) -> str:
+        return psycopg.conninfo.make_conninfo(
+            host=self.host, port=self.port, user=self.user, password=self.password or None, dbname=dbname
+        )
+
+
+def server_params() -> ServerParams:
+    url = os.environ.get("SAG_TEST_DATABASE_URL") or embedded.ensure_server(TEST_HOME / "server")
+    info = conninfo_to_dict(url)
+    return ServerParams(
+        host=str(info.get("host") or "localhost"),
+        port=int(info.get("port") or 5432),
+        user=str(info.get("user") or "postgres"),
+        password=info.get("password"),  # type: ignore[arg-type]
+        maintenance_db=str(info.get("dbname") or "postgres"),
+    )
