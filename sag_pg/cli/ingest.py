@@ -1,0 +1,135 @@
+"""`sag-pg ingest`, `delete`, `sources`, `stats`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..ingest.readers import read_inputs
+from ._common import AppContext, echo_json, pass_app
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--source", default="default", show_default=True, help="Source (tenant) to ingest into.")
+@click.option("--uri", "stdin_uri", default="stdin", show_default=True, help="URI of the document read from '-'.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@pass_app
+def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str, as_json: bool, quiet: bool) -> None:
+    """Ingest files, directories, JSONL corpora ({"id","title","text","metadata"} per line) or '-' (stdin).
+
+    Unchanged documents are skipped; changed ones replaced atomically. Exit code 1 if any input failed.
+
+    Example:
+
+        sag-pg ingest docs/ notes.md corpus.jsonl --source research
+    """
+    sag = app.sag()
+    err = Console(stderr=True)
+    if sag.llm is None:
+        err.print("[dim]sag-pg: no LLM configured (SAG_LLM): using the offline rule extractor[/dim]")
+    inputs = read_inputs(paths, stdin=sys.stdin, stdin_uri=stdin_uri)
+    show = not quiet and not as_json and err.is_terminal
+    with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), console=err, disable=not show) as progress:
+        task = progress.add_task("", total=_count_hint(paths))
+
+        def on_document(status: str, what: str) -> None:
+            if status == "failed":
+                progress.console.print(f"[red]failed[/red] {what}")
+            progress.advance(task)
+
+        report = sag.ingest(inputs, source=source, on_document=on_document)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        click.echo(
+            f"{report.documents} documents, {report.chunks} chunks, {report.events} events, {report.keys} key links; "
+            f"{report.skipped} unchanged, {report.failed} failed; {report.seconds:.1f} s"
+            + (f"; tokens {report.prompt_tokens}+{report.completion_tokens}" if report.prompt_tokens else "")
+        )
+        if report.failed and not show:
+            for message in report.errors:
+                click.echo(f"failed: {message}", err=True)
+    if report.failed:
+        sys.exit(1)
+
+
+def _count_hint(paths: tuple[str, ...]) -> int | None:
+    """Total for the progress bar: files plus JSONL lines (cheap to count); None when unknown (stdin)."""
+    total = 0
+    for raw in paths:
+        if raw == "-":
+            return None
+        path = Path(raw)
+        files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else [path]
+        for file in files:
+            if file.suffix.lower() == ".jsonl":
+                try:
+                    with file.open("rb") as handle:
+                        total += sum(1 for line in handle if line.strip())
+                except OSError:
+                    total += 1
+            elif file.suffix.lower() in {".md", ".markdown", ".txt"} or not path.is_dir():
+                total += 1
+    return total
+
+
+@click.command()
+@click.argument("uri")
+@click.option("--source", default="default", show_default=True)
+@pass_app
+def delete(app: AppContext, uri: str, source: str) -> None:
+    """Delete a document (and keys left with no event).
+
+    Example:
+
+        sag-pg delete /abs/path/notes.md --source research
+    """
+    if not app.sag().delete_document(uri, source=source):
+        raise click.ClickException(f"no document {uri!r} in source {source!r}")
+    click.echo(f"deleted {uri}")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+@pass_app
+def sources(app: AppContext, as_json: bool) -> None:
+    """List sources with their document, event and key counts.
+
+    Example:
+
+        sag-pg sources --json
+    """
+    rows = app.sag().sources()
+    if as_json:
+        echo_json(rows)
+        return
+    for row in rows:
+        click.echo(f"{row['name']:<20} {row['documents']:>8} documents {row['events']:>9} events {row['keys']:>9} keys")
+
+
+@click.command()
+@click.option("--source", default=None, help="Only this source.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_app
+def stats(app: AppContext, source: str | None, as_json: bool) -> None:
+    """Counts of documents, chunks, events, keys (by type) and LLM tokens.
+
+    Example:
+
+        sag-pg stats --source default
+    """
+    data = app.sag().stats(source=source)
+    if as_json:
+        echo_json(data)
+        return
+    click.echo(f"documents {data['documents']}  chunks {data['chunks']}  events {data['events']}  keys {data['keys']}")
+    click.echo("key types: " + ", ".join(f"{t} {n}" for t, n in data["key_types"].items()))
+    if data["prompt_tokens"]:
+        click.echo(f"LLM tokens: {data['prompt_tokens']} prompt + {data['completion_tokens']} completion")

@@ -1,0 +1,1 @@
+"""Ingestion: read inputs, turn each document into summary/chunks/events/keys, store it atomically."""

@@ -1,0 +1,110 @@
+"""The SQL calls of ingestion: one typed function per SQL function in sql/idempotent/020-ingest.sql."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from ..types import KeyRef, PreRetrieval
+
+if TYPE_CHECKING:
+    from .prepare import PreparedDocument
+
+
+@dataclass(frozen=True)
+class KeyAlignment:
+    """Thresholds for converging a new key on an existing one (None disables that test)."""
+
+    trigram: float | None = 0.9
+    vector: float | None = None
+    across_types: bool = True
+
+
+def ensure_source(conn: psycopg.Connection, name: str) -> int:
+    row = conn.execute("select sag.ensure_source(%s)", [name]).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def source_config(conn: psycopg.Connection, source_id: int) -> dict:  # type: ignore[type-arg]
+    row = conn.execute("select config from sag.sources where id = %s", [source_id]).fetchone()
+    return dict(row[0]) if row else {}
+
+
+def document_hashes(conn: psycopg.Connection, source_id: int) -> dict[str, str]:
+    rows = conn.execute("select uri, content_hash from sag.documents where source_id = %s", [source_id])
+    return dict(rows.fetchall())
+
+
+def resolve_keys(conn: psycopg.Connection, source_id: int, prepared: PreparedDocument,
+                 alignment: KeyAlignment) -> list[int]:
+    keys = prepared.keys
+    if not keys:
+        return []
+    rows = conn.execute(
+        "select key_id from sag.resolve_keys(%s, %s, %s, %s, %s, %s, %s, %s::vector[], %s, %s, %s)",
+        [
+            source_id,
+            [k.type for k in keys],
+            [k.name for k in keys],
+            [k.normalized for k in keys],
+            [k.value_string for k in keys],
+            [k.value_number for k in keys],
+            [k.value_bool for k in keys],
+            prepared.key_embeddings,
+            alignment.trigram,
+            alignment.vector,
+            alignment.across_types,
+        ],
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def store_document(conn: psycopg.Connection, source_id: int, prepared: PreparedDocument, key_ids: list[int]) -> int:
+    from ..text.tokenize import tokens_to_text
+
+    doc = prepared.doc
+    chunks = prepared.chunks
+    events = prepared.events
+    row = conn.execute(
+        "select sag.store_document(%s, %s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s, %s, %s, %s, %s::vector[], %s, %s,"
+        " %s, %s, %s, %s::timestamptz[], %s::vector[],"
+        " %s, %s, %s)",
+        [
+            source_id, doc.uri, doc.title, doc.text, prepared.content_hash, prepared.summary, Jsonb(doc.metadata),
+            prepared.prompt_tokens, prepared.completion_tokens,
+            [c.title for c in chunks], [c.content for c in chunks],
+            [c.start_line for c in chunks], [c.end_line for c in chunks],
+            list(prepared.chunk_embeddings),
+            [tokens_to_text(t) for t in prepared.chunk_tokens], [len(t) for t in prepared.chunk_tokens],
+            prepared.event_chunk_ordinals, [e.title for e in events], [e.content for e in events],
+            [e.time for e in events], list(prepared.event_embeddings),
+            [e for e, _, _ in prepared.links], [key_ids[k] for _, k, _ in prepared.links],
+            [n for _, _, n in prepared.links],
+        ],
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def delete_document(conn: psycopg.Connection, source_id: int, uri: str) -> bool:
+    row = conn.execute(
+        "select sag.delete_document(id) from sag.documents where source_id = %s and uri = %s", [source_id, uri]
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def pre_retrieve(conn: psycopg.Connection, source_id: int, event_embedding: object, *, direct_k: int = 10,
+                 similar_n: int = 3) -> PreRetrieval:
+    row = conn.execute("select sag.pre_retrieve(%s, %s, %s, %s)",
+                       [event_embedding, source_id, direct_k, similar_n]).fetchone()
+    data = row[0] if row else {}
+    return PreRetrieval(
+        direct_keys=[KeyRef(k["type"], k["name"]) for k in data.get("direct_keys", [])],
+        keys_from_events=[KeyRef(k["type"], k["name"]) for k in data.get("keys_from_events", [])],
+        key_types=list(data.get("key_types", [])),
+    )

@@ -1,0 +1,262 @@
+"""An :class:`~sag_pg.llm.base.LLM` for any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp…).
+
+The openai client's own retries are switched off (``max_retries=0``): the retry policy is
+ours, so that it is the same on every server, honours ``Retry-After`` with a cap, and can
+be tested against a local fake server with tiny delays.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Self
+
+import openai
+
+from ..errors import ConfigError, LLMError
+from .base import Usage
+from .jsonparse import JSONAnswerError, excerpt, parse_answer, strip_reasoning
+from .retry import Backoff, is_retryable_status, retry_after_seconds
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Local servers (vLLM, Ollama, llama.cpp) want *some* bearer token and ignore its value.
+PLACEHOLDER_API_KEY = "sk-no-key-required"
+
+# Appended to every JSON request's system message; OpenAI's JSON mode also requires the
+# word "JSON" to appear in the messages.
+JSON_INSTRUCTION = (
+    "Respond with a single valid JSON value only: no explanations, no Markdown, no code fences."
+)
+REPAIR_REQUEST = (
+    "Your previous answer could not be used: {error}.\n"
+    "Reply with the corrected JSON only (no explanations, no code fences). "
+    "It must be valid JSON that matches this JSON Schema:\n{schema}"
+)
+
+Message = dict[str, str]
+
+
+class OpenAILLM:
+    """Chat completions through the ``openai`` package, with our retries, JSON repair and a concurrency bound.
+
+    ``max_retries`` counts retries after the first attempt. ``backoff_base``/``backoff_max``
+    shape the exponential backoff and ``retry_after_max`` caps a server's ``Retry-After``;
+    tests set them to milliseconds.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        concurrency: int = 4,
+        temperature: float = 0.0,
+        *,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        retry_after_max: float = 60.0,
+    ) -> None:
+        if not model:
+            raise ConfigError("OpenAILLM needs a model name (settings: llm = 'openai:MODEL')")
+        if max_retries < 0:
+            raise ConfigError(f"llm_max_retries must be >= 0, got {max_retries}")
+        if concurrency < 1:
+            raise ConfigError(f"llm_concurrency must be >= 1, got {concurrency}")
+        if timeout <= 0:
+            raise ConfigError(f"llm_timeout must be > 0 seconds, got {timeout}")
+        if not api_key:
+            if not base_url:
+                # Settings are the only source of configuration: no silent OPENAI_API_KEY fallback.
+                raise ConfigError(
+                    f"LLM openai:{model} needs an API key (SAG_LLM_API_KEY / llm_api_key), "
+                    "or SAG_LLM_BASE_URL pointing at a local OpenAI-compatible server"
+                )
+            api_key = PLACEHOLDER_API_KEY
+        self.model = model
+        self.name = f"openai:{model}"
+        self.temperature = temperature
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.usage = Usage()
+        self.backoff = Backoff(base=backoff_base, maximum=backoff_max, retry_after_max=retry_after_max)
+        self._slots = threading.BoundedSemaphore(concurrency)
+        # Optional request parameters this server rejected (response_format on many local
+        # servers, temperature on reasoning models): dropped for the life of the client.
+        self._unsupported: set[str] = set()
+        # Replaced by tests that want to see the delays without waiting for them.
+        self._sleep: Callable[[float], None] = time.sleep
+        try:
+            self._client = openai.OpenAI(
+                api_key=api_key,
+                base_url=base_url or DEFAULT_BASE_URL,
+                timeout=timeout,
+                max_retries=0,
+            )
+        except openai.OpenAIError as exc:
+            raise ConfigError(f"cannot create the OpenAI client for {self.name}: {exc}") from exc
+
+    @property
+    def endpoint(self) -> str:
+        return str(self._client.base_url).rstrip("/")
+
+    @property
+    def json_mode(self) -> bool:
+        """Whether ``response_format={"type": "json_object"}`` is still being sent."""
+        return "response_format" not in self._unsupported
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"OpenAILLM(model={self.model!r}, endpoint={self.endpoint!r})"
+
+    # -- public API -------------------------------------------------------------------------
+
+    def complete_text(self, prompt: str, *, system: str | None = None, purpose: str = "") -> str:
+        answer = self._chat(_messages(prompt, system), json_mode=False, purpose=purpose)
+        return strip_reasoning(answer)
+
+    def complete_json(
+        self,
+        prompt: str,
+        *,
+        schema: Mapping[str, Any],
+        system: str | None = None,
+        purpose: str = "",
+    ) -> Any:
+        system = f"{system}\n\n{JSON_INSTRUCTION}" if system else JSON_INSTRUCTION
+        messages = _messages(prompt, system)
+        answer = self._chat(messages, json_mode=True, purpose=purpose)
+        try:
+            return parse_answer(answer, schema)
+        except JSONAnswerError as first:
+            log.info("%s: unusable JSON for %s (%s); asking for a repair", self.name, purpose or "?", first)
+            problem = first
+        # One repair round: the model sees its own answer and what is wrong with it.
+        repair = [
+            *messages,
+            {"role": "assistant", "content": answer},
+            {
+                "role": "user",
+                "content": REPAIR_REQUEST.format(
+                    error=problem, schema=json.dumps(schema, ensure_ascii=False, sort_keys=True)
+                ),
+            },
+        ]
+        second = self._chat(repair, json_mode=True, purpose=purpose)
+        try:
+            return parse_answer(second, schema)
+        except JSONAnswerError as exc:
+            raise self._error(
+                purpose, f"answered unusable JSON twice ({exc}); last answer: {excerpt(second)!r}"
+            ) from exc
+
+    # -- transport --------------------------------------------------------------------------
+
+    def _chat(self, messages: list[Message], *, json_mode: bool, purpose: str) -> str:
+        """One answer's text, retrying transient failures; raises LLMError when out of retries."""
+        attempt = 0
+        while True:
+            optional: dict[str, Any] = {"temperature": self.temperature}
+            if json_mode:
+                optional["response_format"] = {"type": "json_object"}
+            optional = {k: v for k, v in optional.items() if k not in self._unsupported}
+            try:
+                with self._slots:
+                    response = self._client.chat.completions.create(
+                        model=self.model,
+                        messages=messages,  # type: ignore[arg-type]
+                        **optional,
+                    )
+            except openai.APIStatusError as exc:
+                rejected = _rejected_parameter(exc, optional)
+                if rejected is not None:
+                    log.warning(
+                        "%s at %s rejects the %r parameter; sending requests without it",
+                        self.name,
+                        self.endpoint,
+                        rejected,
+                    )
+                    self._unsupported.add(rejected)
+                    continue  # not a retry: the request itself was wrong for this server
+                failure = f"HTTP {exc.status_code}: {excerpt(exc.message, 300)}"
+                if not is_retryable_status(exc.status_code):
+                    raise self._error(purpose, failure) from exc
+                wait = self.backoff.delay(attempt, retry_after_seconds(exc.response.headers))
+                error: Exception = exc
+            except openai.APITimeoutError as exc:
+                failure = f"timed out after {self.timeout:g}s"
+                wait = self.backoff.delay(attempt)
+                error = exc
+            except openai.APIConnectionError as exc:
+                failure = f"connection failed ({exc.__cause__ or exc})"
+                wait = self.backoff.delay(attempt)
+                error = exc
+            except openai.OpenAIError as exc:
+                raise self._error(purpose, f"client error: {excerpt(str(exc), 300)}") from exc
+            else:
+                return self._read(response, purpose)
+            if attempt >= self.max_retries:
+                raise self._error(
+                    purpose, f"gave up after {attempt + 1} attempts; last: {failure}"
+                ) from error
+            attempt += 1
+            log.warning(
+                "%s at %s: %s; retry %d/%d in %.2fs",
+                self.name,
+                self.endpoint,
+                failure,
+                attempt,
+                self.max_retries,
+                wait,
+            )
+            self._sleep(wait)
+
+    def _read(self, response: Any, purpose: str) -> str:
+        choices = getattr(response, "choices", None)
+        if choices is None:  # e.g. an HTML page with status 200 from a misconfigured proxy
+            raise self._error(
+                purpose, f"answered something that is not a chat completion: {excerpt(str(response))!r}"
+            )
+        usage = getattr(response, "usage", None)
+        self.usage.add(
+            int(getattr(usage, "prompt_tokens", 0) or 0),
+            int(getattr(usage, "completion_tokens", 0) or 0),
+        )
+        if not choices:
+            return ""
+        return choices[0].message.content or ""
+
+    def _error(self, purpose: str, detail: str) -> LLMError:
+        # Model and endpoint only: the API key never appears in messages or logs.
+        doing = f" ({purpose})" if purpose else ""
+        return LLMError(f"LLM {self.name} at {self.endpoint}{doing} {detail}")
+
+
+def _messages(prompt: str, system: str | None) -> list[Message]:
+    messages: list[Message] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    messages.append({"role": "user", "content": prompt})
+    return messages
+
+
+def _rejected_parameter(exc: openai.APIStatusError, sent: Mapping[str, Any]) -> str | None:
+    """The optional parameter a 400/422 complains about, if it names one we sent."""
+    if exc.status_code not in (400, 422):
+        return None
+    text = f"{exc.message} {exc.body}"
+    return next((name for name in sent if name in text), None)

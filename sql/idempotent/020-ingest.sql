@@ -1,0 +1,263 @@
+-- Ingestion: sources, key resolution ("one key per meaning"), and storing one document at a time.
+-- The Python pipeline calls sag.resolve_keys then sag.store_document inside one transaction per document.
+
+create or replace function sag.ensure_source(source_name text)
+returns bigint
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    found_id bigint;
+begin
+    if source_name is null or btrim(source_name) = '' then
+        raise exception using errcode = '22023', message = 'source name must not be empty';
+    end if;
+    select id into found_id from sag.sources where name = source_name;
+    if found_id is null then
+        insert into sag.sources (name) values (source_name) on conflict (name) do nothing returning id into found_id;
+        if found_id is null then  -- created concurrently by another session
+            select id into found_id from sag.sources where name = source_name;
+        end if;
+    end if;
+    return found_id;
+end;
+$$;
+comment on function sag.ensure_source(text) is 'The id of the source with this name, creating it if needed.';
+
+create or replace function sag.source_ids(source_names text[])
+returns bigint[]
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    ids bigint[];
+    missing text;
+begin
+    if source_names is null then
+        return null;
+    end if;
+    select array_agg(s.id order by s.id) into ids from sag.sources s where s.name = any(source_names);
+    select n into missing from unnest(source_names) n where n not in (select name from sag.sources) limit 1;
+    if missing is not null then
+        raise exception using errcode = 'P0002', message = format('no source named %L', missing),
+            hint = 'List sources with: select name from sag.sources;';
+    end if;
+    return ids;
+end;
+$$;
+comment on function sag.source_ids(text[]) is
+    'Source names to ids (NULL stays NULL = all sources); raises P0002 naming the first unknown source.';
+
+-- The existing key a new (type, normalized value) should converge on, or NULL for a new key.
+-- Order of preference: exact match of the same type; exact match of another type (when across_types);
+-- for strings, the most similar same-type key by trigram similarity, then by embedding similarity.
+create or replace function sag._match_key(
+    p_source_id bigint, p_type text, p_normalized text, p_is_string boolean, p_embedding vector,
+    trgm_threshold float8, vector_threshold float8, across_types boolean)
+returns bigint
+language sql stable
+set search_path = sag, public, pg_catalog
+as $$
+    select coalesce(
+        (select k.id from sag.keys k
+          where k.source_id = p_source_id and k.type = p_type and k.normalized = p_normalized),
+        (select k.id from sag.keys k
+          where across_types and p_is_string and k.source_id = p_source_id and k.normalized = p_normalized
+            and k.value_string is not null
+          order by k.event_count desc, k.id limit 1),
+        (select k.id from sag.keys k
+          where trgm_threshold is not null and p_is_string and k.source_id = p_source_id and k.type = p_type
+            and k.normalized % p_normalized and similarity(k.normalized, p_normalized) >= trgm_threshold
+          order by similarity(k.normalized, p_normalized) desc, k.id limit 1),
+        (select c.id from (
+            select k.id, k.embedding <=> p_embedding as distance from sag.keys k
+             where vector_threshold is not null and p_embedding is not null
+               and k.source_id = p_source_id and k.type = p_type and k.embedding is not null
+             order by k.embedding <=> p_embedding limit 1) c
+          where 1 - c.distance >= vector_threshold)
+    )
+$$;
+
+create or replace function sag.resolve_keys(
+    p_source_id bigint,
+    types text[], names text[], normalized text[],
+    value_strings text[], value_numbers float8[], value_bools boolean[], embeddings vector[],
+    trgm_threshold float8 default 0.9,
+    vector_threshold float8 default null,
+    across_types boolean default true)
+returns table (ord integer, key_id bigint)
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+begin
+    if trgm_threshold is not null then
+        -- The % operator (and its GIN index) filter at this threshold; the exact check follows in _match_key.
+        perform set_config('pg_trgm.similarity_threshold', trgm_threshold::text, true);
+    end if;
+    -- Insert the new ones in a fixed order, so concurrent ingests wait on each other instead of deadlocking.
+    insert into sag.keys (source_id, type, name, normalized, value_string, value_number, value_bool, embedding)
+    select p_source_id, i.type, i.name, i.normalized, i.vs, i.vn, i.vb, case when i.vs is not null then i.emb end
+      from (select distinct on (u.type, u.normalized) u.*
+              from unnest(types, names, normalized, value_strings, value_numbers, value_bools, embeddings)
+                   with ordinality as u(type, name, normalized, vs, vn, vb, emb, n)
+             order by u.type, u.normalized, u.n) i
+     where sag._match_key(p_source_id, i.type, i.normalized, i.vs is not null, i.emb,
+                          trgm_threshold, vector_threshold, across_types) is null
+     order by i.type, i.normalized
+    on conflict on constraint keys_one_per_meaning do nothing;
+
+    return query
+    select u.n::int, sag._match_key(p_source_id, u.type, u.normalized, u.vs is not null, u.emb,
+                                    trgm_threshold, vector_threshold, across_types)
+      from unnest(types, normalized, value_strings, embeddings) with ordinality as u(type, normalized, vs, emb, n)
+     order by u.n;
+end;
+$$;
+comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], float8[], boolean[], vector[], float8, float8, boolean) is
+    'Maps extracted keys (parallel arrays, 1-based ord) to key ids: reuses an existing key of the same meaning '
+    '(exact normalized value; across types; trigram >= trgm_threshold; embedding >= vector_threshold; NULL '
+    'disables a test) and creates the rest.';
+
+-- Adds delta to event_count of the given keys, locking rows in id order (no deadlocks between ingests)
+-- and deleting keys left with no event.
+create or replace function sag._adjust_key_counts(key_ids bigint[], deltas integer[])
+returns void
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+begin
+    perform 1 from sag.keys k where k.id = any(key_ids) order by k.id for no key update;
+    update sag.keys k set event_count = k.event_count + d.delta
+      from (select u.id, sum(u.delta)::int as delta from unnest(key_ids, deltas) u(id, delta) group by u.id) d
+     where k.id = d.id;
+    delete from sag.keys k where k.id = any(key_ids) and k.event_count <= 0
+       and not exists (select 1 from sag.event_keys ek where ek.key_id = k.id);
+end;
+$$;
+
+create or replace function sag.delete_document(p_document_id bigint)
+returns boolean
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    ids bigint[];
+    deltas integer[];
+begin
+    select array_agg(x.key_id order by x.key_id), array_agg(-x.n order by x.key_id) into ids, deltas
+      from (select ek.key_id, count(*)::int as n from sag.event_keys ek
+              join sag.events e on e.id = ek.event_id
+             where e.document_id = p_document_id group by ek.key_id) x;
+    delete from sag.documents where id = p_document_id;
+    if not found then
+        return false;
+    end if;
+    if ids is not null then
+        perform sag._adjust_key_counts(ids, deltas);
+    end if;
+    return true;
+end;
+$$;
+comment on function sag.delete_document(bigint) is
+    'Deletes a document with its chunks, events and links, keeps key event counts right and removes keys '
+    'left with no event. Returns false if there was no such document.';
+
+create or replace function sag.store_document(
+    p_source_id bigint, p_uri text, p_title text, p_content text, p_content_hash text, p_summary text,
+    p_metadata jsonb, p_prompt_tokens integer, p_completion_tokens integer,
+    chunk_titles text[], chunk_contents text[], chunk_start_lines integer[], chunk_end_lines integer[],
+    chunk_embeddings vector[], chunk_tokens text[], chunk_token_counts integer[],
+    event_chunk_ordinals integer[], event_titles text[], event_contents text[], event_times timestamptz[],
+    event_embeddings vector[],
+    link_event_ordinals integer[], link_key_ids bigint[], link_counts integer[])
+returns bigint
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    old_id bigint;
+    doc_id bigint;
+    ids bigint[];
+    deltas integer[];
+begin
+    -- Changed content replaces the old document inside this same transaction.
+    select id into old_id from sag.documents where source_id = p_source_id and uri = p_uri for update;
+    if old_id is not null then
+        perform sag.delete_document(old_id);
+    end if;
+
+    insert into sag.documents (source_id, uri, title, content, content_hash, summary, metadata,
+                               prompt_tokens, completion_tokens)
+    values (p_source_id, p_uri, coalesce(p_title, ''), p_content, p_content_hash, coalesce(p_summary, ''),
+            coalesce(p_metadata, '{}'::jsonb), coalesce(p_prompt_tokens, 0), coalesce(p_completion_tokens, 0))
+    returning id into doc_id;
+
+    insert into sag.chunks (document_id, source_id, ordinal, title, content, start_line, end_line,
+                            embedding, tokens, token_count)
+    select doc_id, p_source_id, (c.n - 1)::int, c.title, c.content, c.start_line, c.end_line, c.emb, c.tokens, c.tc
+      from unnest(chunk_titles, chunk_contents, chunk_start_lines, chunk_end_lines, chunk_embeddings,
+                  chunk_tokens, chunk_token_counts) with ordinality as c(title, content, start_line, end_line,
+                                                                          emb, tokens, tc, n);
+
+    insert into sag.events (chunk_id, document_id, source_id, ordinal, title, content, event_time, embedding)
+    select ch.id, doc_id, p_source_id, (e.n - 1)::int, e.title, e.content, e.t, e.emb
+      from unnest(event_chunk_ordinals, event_titles, event_contents, event_times, event_embeddings)
+           with ordinality as e(chunk_ordinal, title, content, t, emb, n)
+      join sag.chunks ch on ch.document_id = doc_id and ch.ordinal = e.chunk_ordinal;
+
+    insert into sag.event_keys (event_id, key_id, count)
+    select ev.id, l.key_id, sum(l.cnt)::int
+      from unnest(link_event_ordinals, link_key_ids, link_counts) as l(event_ordinal, key_id, cnt)
+      join sag.events ev on ev.document_id = doc_id and ev.ordinal = l.event_ordinal
+     group by ev.id, l.key_id;
+
+    insert into sag.chunk_keys (chunk_id, key_id, count)
+    select ev.chunk_id, ek.key_id, sum(ek.count)::int
+      from sag.events ev join sag.event_keys ek on ek.event_id = ev.id
+     where ev.document_id = doc_id
+     group by ev.chunk_id, ek.key_id;
+
+    select array_agg(x.key_id order by x.key_id), array_agg(x.n order by x.key_id) into ids, deltas
+      from (select ek.key_id, count(*)::int as n from sag.event_keys ek
+              join sag.events ev on ev.id = ek.event_id
+             where ev.document_id = doc_id group by ek.key_id) x;
+    if ids is not null then
+        perform sag._adjust_key_counts(ids, deltas);
+    end if;
+    return doc_id;
+end;
+$$;
+comment on function sag.store_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], vector[], text[], integer[], integer[], text[], text[], timestamptz[], vector[], integer[], bigint[], integer[]) is
+    'Stores one document with its chunks (0-based ordinals in array order), events (attached to chunk '
+    'ordinals) and event-key links (event ordinal, key id, count), replacing a document with the same uri '
+    'in the source. Call inside the caller''s transaction: all or nothing.';
+
+create or replace function sag.pre_retrieve(
+    event_embedding vector, p_source_id bigint, direct_k integer default 10, similar_n integer default 3)
+returns jsonb
+language sql stable
+set search_path = sag, public, pg_catalog
+as $$
+    select jsonb_build_object(
+        'direct_keys', coalesce((
+            select jsonb_agg(jsonb_build_object('type', d.type, 'name', d.name) order by d.distance)
+              from (select k.type, k.name, k.embedding <=> event_embedding as distance
+                      from sag.keys k
+                     where k.source_id = p_source_id and k.embedding is not null
+                     order by k.embedding <=> event_embedding limit direct_k) d), '[]'::jsonb),
+        'keys_from_events', coalesce((
+            select jsonb_agg(distinct jsonb_build_object('type', k.type, 'name', k.name))
+              from (select e.id from sag.events e
+                     where e.source_id = p_source_id and e.embedding is not null
+                     order by e.embedding <=> event_embedding limit similar_n) se
+              join sag.event_keys ek on ek.event_id = se.id
+              join sag.keys k on k.id = ek.key_id), '[]'::jsonb),
+        'key_types', coalesce((
+            select jsonb_agg(t order by t) from (
+                select jsonb_object_keys(s.config -> 'key_types') as t from sag.sources s where s.id = p_source_id
+                union
+                select distinct k.type from sag.keys k where k.source_id = p_source_id) types), '[]'::jsonb))
+$$;
+comment on function sag.pre_retrieve(vector, bigint, integer, integer) is
+    'Pre-retrieval for key extraction (sag-algorithm 1.3): the event''s top-K similar keys (direct_keys), '
+    'the keys of its top-N similar events (keys_from_events) and the source''s key types.';
