@@ -13,7 +13,14 @@ from .db.status import database_status
 from .embedders import Embedder, make_embedder
 from .errors import InputError
 from .ingest import store
-from .ingest.readers import DocumentInput, InputFailure, ReadResult, document_from_text, read_inputs
+from .ingest.readers import (
+    DocumentInput,
+    InputFailure,
+    ReadResult,
+    count_documents,
+    document_from_text,
+    read_inputs,
+)
 from .llm import LLM, make_llm
 
 if TYPE_CHECKING:
@@ -21,6 +28,8 @@ if TYPE_CHECKING:
     from .ingest.runner import DocumentCallback, IngestReport
 
 DEFAULT_SOURCE = "default"
+# From this many documents on, HNSW indexes are rebuilt once after the load instead of row by row.
+BULK_DOCUMENTS = 1000
 
 
 class SAG:
@@ -70,8 +79,13 @@ class SAG:
 
     def ingest(self, inputs: Iterable[ReadResult], *, source: str = DEFAULT_SOURCE,
                on_document: DocumentCallback | None = None,
-               alignment: store.KeyAlignment | None = None) -> IngestReport:
-        """Ingest documents (or read failures, which are counted and named in the report)."""
+               alignment: store.KeyAlignment | None = None, expected: int | None = None,
+               bulk: bool | None = None) -> IngestReport:
+        """Ingest documents (or read failures, which are counted and named in the report).
+
+        ``bulk`` (default: when ``expected`` is at least BULK_DOCUMENTS) rebuilds the vector indexes once
+        after the load instead of updating them row by row.
+        """
         from .ingest.prepare import DocumentPreparer
         from .ingest.runner import Ingestor
 
@@ -80,13 +94,17 @@ class SAG:
             self.embedder, extractor,
             concurrency=self.settings.llm_concurrency if self.llm else 1,
         )
-        runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm)
+        if bulk is None:
+            bulk = expected is not None and expected >= BULK_DOCUMENTS
+        runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm, bulk=bulk)
         return runner.run(inputs, on_document=on_document)
 
     def ingest_files(self, paths: Iterable[str | Path], *, source: str = DEFAULT_SOURCE,
-                     on_document: DocumentCallback | None = None) -> IngestReport:
+                     on_document: DocumentCallback | None = None, bulk: bool | None = None) -> IngestReport:
         """Ingest files, directories (recursive) and JSONL corpora."""
-        return self.ingest(read_inputs(paths), source=source, on_document=on_document)
+        paths = list(paths)
+        return self.ingest(read_inputs(paths), source=source, on_document=on_document,
+                           expected=count_documents(paths), bulk=bulk)
 
     def ingest_text(self, text: str, *, uri: str, title: str = "", source: str = DEFAULT_SOURCE,
                     metadata: dict[str, Any] | None = None) -> IngestReport:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..ingest.readers import read_inputs
+from ..ingest.readers import count_documents, read_inputs
 from ._common import AppContext, echo_json, pass_app
 
 
@@ -19,8 +18,10 @@ from ._common import AppContext, echo_json, pass_app
 @click.option("--uri", "stdin_uri", default="stdin", show_default=True, help="URI of the document read from '-'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--bulk", is_flag=True, help="Rebuild vector indexes once at the end (automatic from 1,000 documents).")
 @pass_app
-def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str, as_json: bool, quiet: bool) -> None:
+def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str, as_json: bool, quiet: bool,
+           bulk: bool) -> None:
     """Ingest files, directories, JSONL corpora ({"id","title","text","metadata"} per line) or '-' (stdin).
 
     Unchanged documents are skipped; changed ones replaced atomically. Exit code 1 if any input failed.
@@ -34,17 +35,19 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
     if sag.llm is None:
         err.print("[dim]sag-pg: no LLM configured (SAG_LLM): using the offline rule extractor[/dim]")
     inputs = read_inputs(paths, stdin=sys.stdin, stdin_uri=stdin_uri)
+    expected = count_documents(paths)
     show = not quiet and not as_json and err.is_terminal
     with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                   TimeElapsedColumn(), console=err, disable=not show) as progress:
-        task = progress.add_task("", total=_count_hint(paths))
+        task = progress.add_task("", total=expected)
 
         def on_document(status: str, what: str) -> None:
             if status == "failed":
                 progress.console.print(f"[red]failed[/red] {what}")
             progress.advance(task)
 
-        report = sag.ingest(inputs, source=source, on_document=on_document)
+        report = sag.ingest(inputs, source=source, on_document=on_document, expected=expected,
+                            bulk=True if bulk else None)
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -58,26 +61,6 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
                 click.echo(f"failed: {message}", err=True)
     if report.failed:
         sys.exit(1)
-
-
-def _count_hint(paths: tuple[str, ...]) -> int | None:
-    """Total for the progress bar: files plus JSONL lines (cheap to count); None when unknown (stdin)."""
-    total = 0
-    for raw in paths:
-        if raw == "-":
-            return None
-        path = Path(raw)
-        files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else [path]
-        for file in files:
-            if file.suffix.lower() == ".jsonl":
-                try:
-                    with file.open("rb") as handle:
-                        total += sum(1 for line in handle if line.strip())
-                except OSError:
-                    total += 1
-            elif file.suffix.lower() in {".md", ".markdown", ".txt"} or not path.is_dir():
-                total += 1
-    return total
 
 
 @click.command()

@@ -129,6 +129,10 @@ class HashEmbedder:
     def __repr__(self) -> str:
         return f"HashEmbedder(dimension={self.dimension})"
 
+    def __reduce__(self) -> tuple[type[HashEmbedder], tuple[int]]:
+        # Pickled for ingestion's worker process: the cache is rebuilt there, not shipped.
+        return (HashEmbedder, (self.dimension,))
+
     def _compute_token_vector(self, token: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], int]:
         buckets: list[int] = []
         values: list[float] = []

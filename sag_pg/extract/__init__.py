@@ -1,0 +1,1 @@
+"""Turning chunks into events and keys: offline rules (:mod:`.rules`) or an LLM."""

@@ -140,3 +140,26 @@ def _record_to_document(record: Any, *, origin: str, default_uri: str) -> ReadRe
     if not isinstance(metadata, dict):
         return InputFailure(origin, '"metadata" must be an object')
     return document_from_text(text, uri=str(raw_id), origin=origin, title=title, metadata=metadata)
+
+
+def count_documents(paths: Iterable[str | Path]) -> int | None:
+    """How many documents ``read_inputs`` will yield (files plus JSONL lines); None with stdin."""
+    total = 0
+    for raw in paths:
+        if str(raw) == "-":
+            return None
+        path = Path(raw)
+        if path.is_dir():
+            files = [p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES | JSONL_SUFFIXES]
+        else:
+            files = [path]
+        for file in files:
+            if file.suffix.lower() in JSONL_SUFFIXES:
+                try:
+                    with file.open("rb") as handle:
+                        total += sum(1 for line in handle if line.strip())
+                except OSError:
+                    total += 1
+            else:
+                total += 1
+    return total

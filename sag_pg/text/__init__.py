@@ -1,0 +1,1 @@
+"""Offline text processing: tokens and sentences, chunks, summaries, key normalisation (no database)."""

@@ -33,16 +33,20 @@ from dataclasses import dataclass
 from sag_pg.text.tokenize import sentence_spans
 from sag_pg.types import Chunk
 
-__all__ = ["chunk_document", "text_cost"]
+__all__ = ["chunk_document", "markdown_to_prose", "text_cost"]
 
 _CONTROL_CHARS_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 _ATX_HEADING_RE = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING_HASHES_RE = re.compile(r"(?:^|[ \t]+)#+$")
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_WIDE_CHARS_RE = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f"
-                            r"\uff00-\uffef\U00020000-\U0003ffff]")
+_WIDE_CHARS_RE = re.compile(
+    r"[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f"
+    r"\uff00-\uffef\U00020000-\U0003ffff]"
+)
 _MARKDOWN_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _INLINE_MARKUP_RE = re.compile(r"\*\*|__|`")
+_TABLE_SEPARATOR_RE = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*")
+_BLOCK_MARKER_RE = re.compile(r"\s*(?:#{1,6}\s+|>+\s?|[-*+]\s+|\d{1,3}[.)]\s+)")
 _SOFT_CUT_CHARS = "，、：；,;:"
 _TINY_TAIL_FRACTION = 0.25
 
@@ -255,3 +259,33 @@ def chunk_document(
             end_line = section.first_line + 1 + bisect.bisect_left(newline_offsets, end - 1)
             chunks.append(Chunk(len(chunks), section.title, content, start_line, end_line))
     return chunks
+
+
+def markdown_to_prose(markdown: str) -> str:
+    """The prose of a Markdown text, for sentence-level extraction.
+
+    Control characters go (as in chunks), fenced code is dropped (it states no facts), table separator
+    rows too; links become their text, ``**``/``__``/backticks go; list items, quotes, headings and
+    table rows (cells joined with ", ") are set apart by blank lines so that no sentence runs from one
+    item into the next.
+    """
+    lines: list[str] = []
+    fence: str | None = None
+    for line in _clean_lines(markdown):
+        if fence is not None:
+            if _closes_fence(line, fence):
+                fence = None
+            continue
+        fence = _opens_fence(line)
+        if fence is not None or _TABLE_SEPARATOR_RE.fullmatch(line):
+            continue
+        stripped = line.strip()
+        marker = _BLOCK_MARKER_RE.match(line)
+        if stripped.startswith("|"):
+            line = ", ".join(cell.strip() for cell in stripped.strip("|").split("|") if cell.strip())
+        elif marker is not None:
+            line = line[marker.end() :]
+        line = _INLINE_MARKUP_RE.sub("", _MARKDOWN_LINK_RE.sub(r"\1", line))
+        is_block = stripped.startswith("|") or marker is not None
+        lines.extend(("", line, "") if is_block else (line,))
+    return "\n".join(lines)

@@ -155,13 +155,17 @@ def tokens_to_text(tokens: list[str]) -> str:
 
 # Words before "." that never end a sentence (titles, "e.g.", "vs.") ...
 _TITLE_ABBREVIATIONS = frozenset(
-    """mr mrs ms mx dr prof sr st mt ft gen col lt sgt capt cmdr adm gov sen rep rev hon pres fr messrs
-    mme mlle vs v cf viz approx ca dept univ assn bros ave blvd rd est""".split()
+    str.split(
+        """mr mrs ms mx dr prof sr st mt ft gen col lt sgt capt cmdr adm gov sen rep rev hon pres fr messrs
+        mme mlle vs v cf viz approx ca dept univ assn bros ave blvd rd est"""
+    )
 )
 # ... and words before "." that do not end one when a number follows ("No. 5", "Fig. 3", "Jan. 1").
 _NUMBER_ABBREVIATIONS = frozenset(
-    """no nos fig figs vol vols pp p ch chap sec art eq ed eds op jan feb mar apr jun jul aug sep sept
-    oct nov dec""".split()
+    str.split(
+        """no nos fig figs vol vols pp p ch chap sec art eq ed eds op jan feb mar apr jun jul aug sep sept
+        oct nov dec"""
+    )
 )
 # A sentence end: CJK terminators always; ASCII ones only if followed by space/end (checked below).
 _TERMINATOR_RE = re.compile(r"(?:[。！？；]+|…+|[.!?]+)[”’\"'」』）)\]]*")
@@ -267,7 +271,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
                 _append_span(text, spans, start, match.end())
                 start = match.end()
         _append_span(text, spans, start, block_end)
-    return spans
+    # Only possible when the whole text has no letter or digit ("……", control characters).
+    return [span for span in spans if _WORD_CHAR_RE.search(text, span[0], span[1])]
 
 
 def _append_span(text: str, spans: list[tuple[int, int]], start: int, end: int) -> None:

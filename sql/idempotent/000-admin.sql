@@ -1,5 +1,54 @@
 -- Administrative functions: embedder binding and statistics.  Re-applied on every upgrade.
 
+create or replace function sag.create_vector_indexes(dimension integer default null)
+returns integer
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    dim integer := coalesce(dimension, (sag.bound_embedder()->>'dimension')::int);
+    made integer := 0;
+    spec record;
+begin
+    if dim is null then
+        return 0;  -- no embedder bound yet: the columns are untyped and cannot be indexed
+    end if;
+    -- pgvector's HNSW indexes plain vectors of up to 2,000 dimensions.
+    if dim > 2000 then
+        raise notice 'dimension % is above pgvector''s HNSW limit of 2000: vector search will scan', dim;
+        return 0;
+    end if;
+    for spec in select * from (values ('chunks'), ('events'), ('keys')) t(tbl) loop
+        if to_regclass(format('sag.%s_embedding_hnsw', spec.tbl)) is null then
+            execute format('create index %I on sag.%I using hnsw (embedding vector_cosine_ops)',
+                           spec.tbl || '_embedding_hnsw', spec.tbl);
+            made := made + 1;
+        end if;
+    end loop;
+    return made;
+end;
+$$;
+comment on function sag.create_vector_indexes(integer) is
+    'Creates the missing HNSW cosine indexes on chunks, events and keys (after sag.drop_vector_indexes or a '
+    'bulk load); returns how many it built.';
+
+create or replace function sag.drop_vector_indexes()
+returns void
+language sql
+set search_path = sag, public, pg_catalog
+as $$
+    drop index if exists sag.chunks_embedding_hnsw, sag.events_embedding_hnsw, sag.keys_embedding_hnsw;
+$$;
+comment on function sag.drop_vector_indexes() is
+    'Drops the HNSW indexes so a bulk load does not pay for one graph insertion per row; rebuild them with '
+    'sag.create_vector_indexes() (sag-pg does both around large ingests).';
+
+create or replace function sag.bound_embedder()
+returns jsonb
+language sql stable
+set search_path = sag, public, pg_catalog
+as $$ select value from sag.settings where name = 'embedder' $$;
+
 create or replace function sag.bind_embedder(embedder text, dimension integer)
 returns jsonb
 language plpgsql
@@ -22,14 +71,7 @@ begin
         execute format('alter table sag.chunks alter column embedding type vector(%s)', dimension);
         execute format('alter table sag.events alter column embedding type vector(%s)', dimension);
         execute format('alter table sag.keys alter column embedding type vector(%s)', dimension);
-        -- pgvector's HNSW indexes plain vectors of up to 2,000 dimensions.
-        if dimension <= 2000 then
-            create index if not exists chunks_embedding_hnsw on sag.chunks using hnsw (embedding vector_cosine_ops);
-            create index if not exists events_embedding_hnsw on sag.events using hnsw (embedding vector_cosine_ops);
-            create index if not exists keys_embedding_hnsw on sag.keys using hnsw (embedding vector_cosine_ops);
-        else
-            raise notice 'dimension % is above pgvector''s HNSW limit of 2000: vector search will scan', dimension;
-        end if;
+        perform sag.create_vector_indexes(dimension);
         bound := jsonb_build_object('name', embedder, 'dimension', dimension, 'bound_at', now());
         insert into sag.settings (name, value) values ('embedder', bound);
         return bound;
@@ -40,6 +82,8 @@ begin
                              bound->>'name', bound->>'dimension', embedder, dimension),
             hint = 'Open it with the same embedder (--embedder / SAG_EMBEDDER), or use another database.';
     end if;
+    -- A bulk load that was killed before rebuilding its indexes leaves them missing: restore them.
+    perform sag.create_vector_indexes(dimension);
     return bound;
 end;
 $$;
@@ -47,11 +91,6 @@ comment on function sag.bind_embedder(text, integer) is
     'Records which embedder (name, dimension) this database serves, typing the embedding columns and building '
     'their HNSW indexes on first call; afterwards raises 22023 if called with another embedder.';
 
-create or replace function sag.bound_embedder()
-returns jsonb
-language sql stable
-set search_path = sag, public, pg_catalog
-as $$ select value from sag.settings where name = 'embedder' $$;
 comment on function sag.bound_embedder() is
     'The embedder this database was created with: {"name", "dimension", "bound_at"}, or NULL if none yet.';
 

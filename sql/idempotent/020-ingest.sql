@@ -57,6 +57,9 @@ create or replace function sag._match_key(
 returns bigint
 language sql stable
 set search_path = sag, public, pg_catalog
+-- Planned once per session as a generic plan, the trigram test would scan sag.keys sequentially
+-- (the planner cannot see the threshold); the GIN index is always the right way in.
+set enable_seqscan = off
 as $$
     select coalesce(
         (select k.id from sag.keys k
@@ -65,10 +68,12 @@ as $$
           where across_types and p_is_string and k.source_id = p_source_id and k.normalized = p_normalized
             and k.value_string is not null
           order by k.event_count desc, k.id limit 1),
-        (select k.id from sag.keys k
-          where trgm_threshold is not null and p_is_string and k.source_id = p_source_id and k.type = p_type
-            and k.normalized % p_normalized and similarity(k.normalized, p_normalized) >= trgm_threshold
-          order by similarity(k.normalized, p_normalized) desc, k.id limit 1),
+        -- offset 0 keeps the source/type filters outside, so the trigram GIN index drives the lookup.
+        (select c.id from (
+            select k.id, k.source_id, k.type, similarity(k.normalized, p_normalized) as sim from sag.keys k
+             where trgm_threshold is not null and p_is_string and k.normalized % p_normalized offset 0) c
+          where c.source_id = p_source_id and c.type = p_type and c.sim >= trgm_threshold
+          order by c.sim desc, c.id limit 1),
         (select c.id from (
             select k.id, k.embedding <=> p_embedding as distance from sag.keys k
              where vector_threshold is not null and p_embedding is not null

@@ -56,7 +56,8 @@ create table sag.chunks (
     unique (document_id, ordinal)
 );
 create index chunks_source_idx on sag.chunks (source_id);
-create index chunks_tsv_idx on sag.chunks using gin (tsv);
+-- fastupdate off: a pending list grows during bulk loads and every search would scan it linearly.
+create index chunks_tsv_idx on sag.chunks using gin (tsv) with (fastupdate = off);
 
 create table sag.events (
     id           bigint generated always as identity primary key,
@@ -89,8 +90,9 @@ create table sag.keys (
     constraint keys_one_value check (num_nonnulls(value_string, value_number, value_bool) = 1),
     constraint keys_embedding_only_for_strings check (embedding is null or value_string is not null),
     constraint keys_one_per_meaning unique (source_id, type, normalized)
-);
-create index keys_normalized_trgm_idx on sag.keys using gin (normalized gin_trgm_ops);
+) with (fillfactor = 70);  -- room for HOT updates of event_count, which would otherwise touch the HNSW index
+create index keys_source_normalized_idx on sag.keys (source_id, normalized);
+create index keys_normalized_trgm_idx on sag.keys using gin (normalized gin_trgm_ops) with (fastupdate = off);
 create index keys_type_number_idx on sag.keys (source_id, type, value_number) where value_number is not null;
 
 create table sag.event_keys (

@@ -1,0 +1,86 @@
+"""What a search returns: the ranked chunks with their events and keys, the activated keys, timings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["KeyHit", "ChunkHit", "SearchResult"]
+
+KeyValue = str | float | bool | None
+
+
+@dataclass(frozen=True)
+class KeyHit:
+    """A key of key-final: its weight after stages 1–2 and the hop (step) that first reached it."""
+
+    key_id: int
+    type: str
+    name: str
+    value: KeyValue
+    weight: float
+    step: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.key_id, "type": self.type, "name": self.name, "value": self.value,
+                "weight": self.weight, "step": self.step}
+
+
+@dataclass
+class ChunkHit:
+    """A retrieved chunk.  ``score`` orders the results (PageRank, or ``weight_init`` without it);
+    the other numbers are stage 3's (see ``sag.rank_chunks``)."""
+
+    chunk_id: int
+    document_uri: str
+    document_title: str
+    title: str
+    content: str
+    score: float
+    similarity: float
+    text_score: float
+    key_score: float
+    weight_init: float
+    via_keys: bool
+    via_vector: bool
+    via_text: bool
+    events: list[dict[str, Any]] = field(default_factory=list)
+    keys: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "document": self.document_uri,
+            "chunk_id": self.chunk_id,
+            "title": self.title or self.document_title,
+            "text": self.content,
+            "score": self.score,
+            "events": self.events,
+            "keys": self.keys,
+            "explain": {
+                "document_title": self.document_title,
+                "similarity": self.similarity,
+                "text_score": self.text_score,
+                "key_score": self.key_score,
+                "weight_init": self.weight_init,
+                "via_keys": self.via_keys,
+                "via_vector": self.via_vector,
+                "via_text": self.via_text,
+            },
+        }
+
+
+@dataclass
+class SearchResult:
+    """The top chunks, best first; the activated keys (key-final), heaviest first; timings per stage."""
+
+    query: str
+    chunks: list[ChunkHit]
+    keys: list[KeyHit]
+    timings_ms: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "results": [c.to_dict() for c in self.chunks],
+            "keys": [k.to_dict() for k in self.keys],
+            "timings_ms": dict(self.timings_ms),
+        }

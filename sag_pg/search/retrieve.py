@@ -1,0 +1,200 @@
+"""SAG retrieval from Python: the SQL stages (sql/idempotent/030-032), then PageRank, then the details.
+
+One statement per stage, so each is timed::
+
+    match_keys -> activate_keys -> expand_keys -> rank_chunks (+ key-chunk edges) -> PageRank -> fetch
+
+All the retrieval math runs in PostgreSQL (see docs/retrieval.md); Python only runs PageRank and builds
+the result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+
+from ..errors import QueryError
+from .pagerank import rank as pagerank_rank
+from .result import ChunkHit, KeyHit, SearchResult
+
+__all__ = ["RetrievalParams", "retrieve"]
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    """Every knob of the retrieval, with the SQL functions' defaults.
+
+    ``match_*``: sag.match_keys (seed keys, when none are given); ``event_limit``, ``threshold``,
+    ``key_top_n``, ``max_key_events``: sag.activate_keys and sag.expand_keys (``key_top_n`` is their
+    ``top_n``); ``max_step``, ``min_new_keys``: sag.expand_keys; ``vector_limit``, ``text_limit``,
+    ``key_chunk_limit``, ``text_weight``: sag.rank_chunks; ``pagerank_alpha``: the PageRank damping.
+    """
+
+    match_top_k: int = 30
+    match_min_similarity: float = 0.2
+    event_limit: int = 200
+    threshold: float = 0.1
+    key_top_n: int = 20
+    max_key_events: int = 2000
+    max_step: int = 3
+    min_new_keys: int = 1
+    vector_limit: int = 50
+    text_limit: int = 50
+    key_chunk_limit: int = 1000
+    text_weight: float = 0.5
+    pagerank_alpha: float = 0.85
+
+
+_MATCH = "select key_id, similarity from sag.match_keys(%s::vector, %s, top_k => %s, min_similarity => %s)"
+_ACTIVATE = """
+select key_id, weight, step
+  from sag.activate_keys(%s::vector, %s, %s, %s, event_limit => %s, threshold => %s, top_n => %s,
+                         max_key_events => %s)"""
+_EXPAND = """
+select key_id, weight, step
+  from sag.expand_keys(%s::vector, %s, %s, %s, %s, max_step => %s, threshold => %s, top_n => %s,
+                       min_new_keys => %s, max_key_events => %s)"""
+_RANK = """
+select chunk_id, similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text
+  from sag.rank_chunks(%s::vector, %s, %s, %s, %s, %s, vector_limit => %s, text_limit => %s,
+                       key_chunk_limit => %s, text_weight => %s)"""
+_EDGES = "select chunk_id, key_id, count from sag.chunk_keys where chunk_id = any(%s) and key_id = any(%s)"
+# The top chunks with their document, events and keys (key-final weight/step when activated), and the
+# details of key-final, in one round trip.
+_FETCH = """
+with kf as (select * from unnest(%(kf_ids)s::bigint[], %(kf_w)s::float8[], %(kf_s)s::int[]) as u(id, weight, step))
+select
+  (select coalesce(json_agg(json_build_object(
+              'chunk_id', c.id, 'uri', d.uri, 'document_title', d.title, 'title', c.title, 'content', c.content,
+              'events', (select coalesce(json_agg(json_build_object(
+                                 'id', e.id, 'title', e.title, 'content', e.content, 'time', e.event_time)
+                                 order by e.ordinal, e.id), '[]'::json)
+                           from sag.events e where e.chunk_id = c.id),
+              'keys', (select coalesce(json_agg(json_build_object(
+                               'id', k.id, 'type', k.type, 'name', k.name, 'count', ck.count,
+                               'weight', kf.weight, 'step', kf.step)
+                               order by kf.weight desc nulls last, ck.count desc, k.id), '[]'::json)
+                         from sag.chunk_keys ck join sag.keys k on k.id = ck.key_id
+                         left join kf on kf.id = k.id
+                        where ck.chunk_id = c.id))
+          order by t.n), '[]'::json)
+     from unnest(%(top)s::bigint[]) with ordinality as t(id, n)
+     join sag.chunks c on c.id = t.id
+     join sag.documents d on d.id = c.document_id),
+  (select coalesce(json_agg(json_build_object(
+              'id', k.id, 'type', k.type, 'name', k.name,
+              'value', coalesce(to_json(k.value_string), to_json(k.value_number), to_json(k.value_bool))))
+          , '[]'::json)
+     from sag.keys k where k.id in (select id from kf))
+"""
+
+
+def _vector_literal(embedding: npt.ArrayLike) -> str:
+    vec = np.asarray(embedding, dtype=np.float32)
+    if vec.ndim != 1 or vec.size == 0:
+        raise QueryError(f"query_embedding must be a non-empty 1-D vector, got shape {vec.shape}")
+    if not np.all(np.isfinite(vec)):
+        raise QueryError("query_embedding contains NaN or infinite values")
+    return "[" + ",".join(repr(float(x)) for x in vec) + "]"
+
+
+def _columns(rows: Sequence[Sequence[Any]], n: int) -> list[list[Any]]:
+    """Rows -> n column lists (empty lists for no rows)."""
+    return [list(col) for col in zip(*rows)] if rows else [[] for _ in range(n)]
+
+
+def retrieve(
+    conn: psycopg.Connection,
+    query_embedding: npt.NDArray[np.floating],
+    query_tokens: list[str],
+    *,
+    source_ids: list[int] | None,
+    seed_keys: list[tuple[int, float]] | None = None,
+    top_n: int = 10,
+    params: RetrievalParams = RetrievalParams(),
+    use_pagerank: bool = True,
+    query: str | None = None,
+) -> SearchResult:
+    """Run the SAG retrieval for one query and return the ``top_n`` chunks.
+
+    ``query_embedding`` comes from the database's embedder; ``query_tokens`` are pre-segmented, lower-cased
+    tokens (as stored in ``chunks.tokens``) for BM25.  ``source_ids`` None searches every source; otherwise
+    nothing outside them is used.  ``seed_keys`` are (key id, weight) pairs for stage 1; None: the keys
+    most similar to the query (``sag.match_keys``).  Without PageRank, chunks are ordered by weight_init.
+    Raises :class:`~sag_pg.errors.QueryError` for invalid parameters.
+    """
+    if top_n < 1:
+        raise QueryError(f"top_n must be >= 1, got {top_n}")
+    vec = _vector_literal(query_embedding)
+    tokens = [t for t in query_tokens if t]
+    p = params
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+
+    def timed(name: str, sql: str, args: Sequence[Any] | dict[str, Any]) -> list[Any]:
+        t0 = time.perf_counter()
+        rows = conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+        timings[name] = (time.perf_counter() - t0) * 1000.0
+        return rows
+
+    try:
+        with conn.transaction():
+            if seed_keys is None:
+                seed_ids, seed_w = _columns(timed("match_keys", _MATCH, [vec, source_ids, p.match_top_k,
+                                                                          p.match_min_similarity]), 2)
+            else:
+                seed_ids = [int(k) for k, _ in seed_keys]
+                seed_w = [float(w) for _, w in seed_keys]
+            act = timed("activate_keys", _ACTIVATE, [vec, seed_ids, seed_w, source_ids, p.event_limit,
+                                                      p.threshold, p.key_top_n, p.max_key_events])
+            act_ids, act_w, act_s = _columns(act, 3)
+            kf = timed("expand_keys", _EXPAND, [vec, act_ids, act_w, act_s, source_ids, p.max_step,
+                                                 p.threshold, p.key_top_n, p.min_new_keys, p.max_key_events])
+            kf_ids, kf_w, kf_s = _columns(kf, 3)
+            ranked = timed("rank_chunks", _RANK, [vec, tokens, kf_ids, kf_w, kf_s, source_ids, p.vector_limit,
+                                                   p.text_limit, p.key_chunk_limit, p.text_weight])
+            chunk_ids = [r[0] for r in ranked]
+            weight_init = {r[0]: r[5] for r in ranked}
+
+            if use_pagerank and ranked:
+                edges = timed("edges", _EDGES, [chunk_ids, kf_ids])
+                t0 = time.perf_counter()
+                key_pers = {k: w / s for k, w, s in kf}
+                scores = pagerank_rank(weight_init, key_pers, edges, alpha=p.pagerank_alpha)
+                timings["pagerank"] = (time.perf_counter() - t0) * 1000.0
+            else:
+                scores = weight_init
+            # Best score first; ties by weight_init, then chunk id (rank_chunks' order).
+            order = sorted(range(len(ranked)), key=lambda i: (-scores[chunk_ids[i]], -ranked[i][5], chunk_ids[i]))
+            top = [ranked[i] for i in order[:top_n]]
+
+            fetched = timed("fetch", _FETCH, {"kf_ids": kf_ids, "kf_w": kf_w, "kf_s": kf_s,
+                                              "top": [r[0] for r in top]})
+    except psycopg.errors.InvalidParameterValue as exc:
+        raise QueryError(exc.diag.message_primary or str(exc)) from exc
+    timings["total"] = (time.perf_counter() - started) * 1000.0
+
+    details, key_details = fetched[0]
+    key_info = {k["id"]: k for k in key_details}
+    chunks = [
+        ChunkHit(
+            chunk_id=r[0], document_uri=d["uri"], document_title=d["document_title"], title=d["title"],
+            content=d["content"], score=float(scores[r[0]]), similarity=r[1], text_score=r[2], key_score=r[4],
+            weight_init=r[5], via_keys=r[6], via_vector=r[7], via_text=r[8], events=d["events"], keys=d["keys"],
+        )
+        for r, d in zip(top, details)
+    ]
+    keys = [
+        KeyHit(key_id=k, type=key_info[k]["type"], name=key_info[k]["name"], value=key_info[k]["value"],
+               weight=w, step=s)
+        for k, w, s in kf
+        if k in key_info
+    ]
+    return SearchResult(query=query if query is not None else " ".join(tokens), chunks=chunks, keys=keys,
+                        timings_ms=timings)

@@ -1,0 +1,367 @@
+-- Retrieval stages 1 and 2 (sag-algorithm §2.2, §2.3): from the query to the weighted key set key-final.
+-- Re-applied on every upgrade.  docs/retrieval.md gives the formulas as implemented and the choices made.
+--
+-- Conventions shared by every retrieval function:
+--   * source_ids NULL means all sources; otherwise no key, event or chunk outside them is read or returned.
+--   * similarity(a, b) = greatest(0, 1 - (a <=> b)): cosine, clamped at 0 so weights stay non-negative; a zero
+--     vector (cosine undefined, NaN) has similarity 0.
+--   * HNSW searches go through sag._nearest_keys/_events/_chunks, which set hnsw.ef_search (>= the limit) and
+--     hnsw.iterative_scan = relaxed_order with set_config(..., true).  Every function here has a SET clause
+--     (search_path at least), so PostgreSQL restores both settings when the function returns: they never
+--     leak into the caller's transaction.  (A SET clause cannot take a value computed from a parameter.)
+--   * A key linked to more than max_key_events events is a hub: it is never expanded (its events are not
+--     fetched) and never enters key-final.
+
+-- Raises 22023 (invalid_parameter_value) with `message` unless `ok` is true; returns true.
+create or replace function sag._require(ok boolean, message text)
+returns boolean
+language plpgsql immutable parallel safe
+set search_path = sag, public, pg_catalog
+as $$
+begin
+    if ok is not true then
+        raise exception using errcode = '22023', message = message;
+    end if;
+    return true;
+end;
+$$;
+
+-- Nearest neighbours by the HNSW indexes: the `lim` rows nearest to `query_embedding` (cosine distance), in
+-- the index's order (relaxed: nearly sorted), NaN distances (zero vectors) left out.  Callers sort.
+-- enable_sort = off makes the planner take the HNSW index even when a source filter looks selective: the
+-- alternative (fetch every row of the source, compute all distances, sort) looks cheap to it but is not,
+-- because every 2 KB embedding has to be detoasted.  Without an HNSW index (dimension > 2000) the planner
+-- still sorts.  hnsw.ef_search >= lim, hnsw.iterative_scan = relaxed_order (keeps the source filter from
+-- starving the result); both are restored on return.
+create or replace function sag._nearest_keys(query_embedding vector, source_ids bigint[], lim integer)
+returns table (key_id bigint, distance float8)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+set enable_sort = off
+as $$
+begin
+    perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
+    perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    return query
+    select x.id, x.distance
+      from (select k.id, k.embedding <=> query_embedding as distance
+              from sag.keys k
+             where k.embedding is not null
+               and (source_ids is null or k.source_id = any (source_ids))
+             order by k.embedding <=> query_embedding
+             limit lim) x
+     where x.distance <> 'NaN'::float8;
+end;
+$$;
+
+create or replace function sag._nearest_events(query_embedding vector, source_ids bigint[], lim integer)
+returns table (event_id bigint, distance float8)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+set enable_sort = off
+as $$
+begin
+    perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
+    perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    return query
+    select x.id, x.distance
+      from (select e.id, e.embedding <=> query_embedding as distance
+              from sag.events e
+             where e.embedding is not null
+               and (source_ids is null or e.source_id = any (source_ids))
+             order by e.embedding <=> query_embedding
+             limit lim) x
+     where x.distance <> 'NaN'::float8;
+end;
+$$;
+
+create or replace function sag._nearest_chunks(query_embedding vector, source_ids bigint[], lim integer)
+returns table (chunk_id bigint, distance float8)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+set enable_sort = off
+as $$
+begin
+    perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
+    perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    return query
+    select x.id, x.distance
+      from (select c.id, c.embedding <=> query_embedding as distance
+              from sag.chunks c
+             where c.embedding is not null
+               and (source_ids is null or c.source_id = any (source_ids))
+             order by c.embedding <=> query_embedding
+             limit lim) x
+     where x.distance <> 'NaN'::float8;
+end;
+$$;
+
+create or replace function sag.match_keys(
+    query_embedding vector,
+    source_ids bigint[] default null,
+    top_k integer default 30,
+    min_similarity float8 default 0.2)
+returns table (key_id bigint, similarity float8)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+as $$
+begin
+    perform sag._require(query_embedding is not null, 'sag.match_keys: query_embedding must not be NULL');
+    perform sag._require(top_k >= 1, format('sag.match_keys: top_k must be >= 1, got %s', top_k));
+    perform sag._require(min_similarity is not null,
+                         'sag.match_keys: min_similarity must not be NULL (use 0 to keep every match)');
+    -- The similarity filter stays outside the index scan: inside, an iterative scan would keep looking for
+    -- rows that pass it.  Only string keys have embeddings.
+    return query
+    select n.key_id, greatest(0, 1 - n.distance)
+      from sag._nearest_keys(query_embedding, source_ids, top_k) n
+     where greatest(0, 1 - n.distance) >= min_similarity
+     order by n.distance, n.key_id;
+end;
+$$;
+comment on function sag.match_keys(vector, bigint[], integer, float8) is
+    'Stage 1 step 1 (sag-algorithm §2.2): the top_k string keys nearest to the query embedding (HNSW on '
+    'keys.embedding), similarity = greatest(0, 1 - cosine distance) >= min_similarity; these are the seed '
+    'keys and their weights k1.  Example: select * from sag.match_keys(sag.embed_hash(''who founded Apple''));';
+
+-- Reverse activation and dynamic pruning, shared by stage 1 and every hop of stage 2:
+--   W(k) = sum of the weights of the given events that contain k,
+--   normalized by the largest W, kept if >= threshold, then the top_n by weight (ties by key_id).
+-- Hub keys (event_count > max_key_events) and keys outside source_ids are left out before normalizing.
+create or replace function sag._activate(
+    event_ids bigint[], event_weights float8[], source_ids bigint[],
+    threshold float8, top_n integer, max_key_events integer)
+returns table (key_id bigint, weight float8)
+language sql stable
+set search_path = sag, public, pg_catalog
+as $$
+    with activated as (
+        select ek.key_id, sum(e.w) as w
+          from unnest(event_ids, event_weights) as e(event_id, w)
+          join sag.event_keys ek on ek.event_id = e.event_id
+         where e.w > 0
+         group by ek.key_id
+    ),
+    eligible as (
+        select a.key_id, a.w
+          from activated a
+          join sag.keys k on k.id = a.key_id
+         where k.event_count <= max_key_events
+           and (source_ids is null or k.source_id = any (source_ids))
+    ),
+    normalized as (
+        select g.key_id, g.w / max(g.w) over () as weight from eligible g
+    )
+    select n.key_id, n.weight
+      from normalized n
+     where n.weight >= threshold
+     order by n.weight desc, n.key_id
+     limit top_n
+$$;
+
+create or replace function sag.activate_keys(
+    query_embedding vector,
+    seed_key_ids bigint[],
+    seed_weights float8[],
+    source_ids bigint[] default null,
+    event_limit integer default 200,
+    threshold float8 default 0.1,
+    top_n integer default 20,
+    max_key_events integer default 2000)
+returns table (key_id bigint, weight float8, step integer)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    ev_ids bigint[];
+    ev_w float8[];
+begin
+    perform sag._require(query_embedding is not null, 'sag.activate_keys: query_embedding must not be NULL');
+    perform sag._require(cardinality(coalesce(seed_key_ids, '{}')) = cardinality(coalesce(seed_weights, '{}')),
+                         format('sag.activate_keys: seed_key_ids (%s) and seed_weights (%s) must have the same length',
+                                cardinality(seed_key_ids), cardinality(seed_weights)));
+    perform sag._require(event_limit >= 1, format('sag.activate_keys: event_limit must be >= 1, got %s', event_limit));
+    perform sag._require(threshold >= 0 and threshold <= 1,
+                         format('sag.activate_keys: threshold must be in [0, 1] (weights are normalized), got %s',
+                                threshold));
+    perform sag._require(top_n >= 1, format('sag.activate_keys: top_n must be >= 1, got %s', top_n));
+    perform sag._require(max_key_events >= 1,
+                         format('sag.activate_keys: max_key_events must be >= 1, got %s', max_key_events));
+
+    with seeds as (
+        -- k1 of each seed key: hubs and keys outside the sources are not expanded.
+        select s.key_id, max(s.w) as w
+          from unnest(seed_key_ids, seed_weights) as s(key_id, w)
+          join sag.keys k on k.id = s.key_id
+         where s.w > 0
+           and k.event_count <= max_key_events
+           and (source_ids is null or k.source_id = any (source_ids))
+         group by s.key_id
+    ),
+    seed_events as (
+        -- Event-key-query-related, with W_event-key(e) = sum of k1 over the seed keys e contains.
+        select ek.event_id, sum(s.w) as w_ek
+          from seeds s
+          join sag.event_keys ek on ek.key_id = s.key_id
+          join sag.events e on e.id = ek.event_id
+         where source_ids is null or e.source_id = any (source_ids)
+         group by ek.event_id
+    ),
+    e1 as (
+        -- Event-query-related: the event_limit events nearest to the query (HNSW), similarity e1.
+        select n.event_id, greatest(0, 1 - n.distance) as sim
+          from sag._nearest_events(query_embedding, source_ids, event_limit) n
+    ),
+    intersected as (
+        -- Event-related = the intersection; W_e2 = W_event-key * e1.
+        select se.event_id, se.w_ek * e1.sim as w
+          from seed_events se join e1 on e1.event_id = se.event_id
+         where se.w_ek * e1.sim > 0
+    ),
+    fallback_seed as (
+        -- Empty intersection: the seed keys' events (the event_limit with the largest W_event-key),
+        -- with e1 computed exactly for them.
+        select s.event_id, s.w_ek * greatest(0, 1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1)) as w
+          from (select se.event_id, se.w_ek from seed_events se
+                 where not exists (select 1 from intersected)
+                 order by se.w_ek desc, se.event_id
+                 limit event_limit) s
+          join sag.events e on e.id = s.event_id
+    ),
+    fallback_query as (
+        -- No seed-key event relates to the query at all: event-driven retrieval (§2.1 option 2),
+        -- the e1 events with W_event-key = 1.
+        select e1.event_id, e1.sim as w
+          from e1
+         where e1.sim > 0
+           and not exists (select 1 from intersected)
+           and not exists (select 1 from fallback_seed where fallback_seed.w > 0)
+    ),
+    weighted as (
+        select i.event_id, i.w from intersected i
+        union all
+        select f.event_id, f.w from fallback_seed f where f.w > 0
+        union all
+        select q.event_id, q.w from fallback_query q
+    )
+    select array_agg(w.event_id), array_agg(w.w) into ev_ids, ev_w from weighted w;
+
+    return query
+    select a.key_id, a.weight, 1
+      from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events) a
+     order by a.weight desc, a.key_id;
+end;
+$$;
+comment on function sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer) is
+    'Stage 1 (sag-algorithm §2.2 steps 2-8).  Seed keys (weights k1, e.g. from sag.match_keys) -> their events '
+    '(SQL join; a seed key with more than max_key_events events is a hub and is not expanded); the query -> its '
+    'event_limit nearest events (HNSW, similarity e1); intersection; W_event-key(e) = sum of k1 over the seed keys '
+    'in e; W_e2 = W_event-key * e1; W(k) = sum of W_e2 over the intersected events containing k, for every key of '
+    'those events; normalized by the maximum; kept if >= threshold, then the top_n (ties by key_id); step = 1. '
+    'Empty intersection: the seed keys'' events scored by their exact similarity to the query; no seed-key event '
+    'with a positive weight: the e1 events with W_event-key = 1 (event-driven retrieval).  Hubs never enter the '
+    'result.  source_ids NULL = all sources.';
+
+create or replace function sag.expand_keys(
+    query_embedding vector,
+    key_ids bigint[],
+    key_weights float8[],
+    key_steps integer[],
+    source_ids bigint[] default null,
+    max_step integer default 3,
+    threshold float8 default 0.1,
+    top_n integer default 20,
+    min_new_keys integer default 1,
+    max_key_events integer default 2000)
+returns table (key_id bigint, weight float8, step integer)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    acc_ids bigint[];      -- accumulated key-final: first step, largest weight
+    acc_w float8[];
+    acc_steps integer[];
+    f_ids bigint[];        -- the previous hop's pruned key set F
+    f_w float8[];
+    ev_ids bigint[];
+    ev_w float8[];
+    new_keys integer;
+    hop integer;
+begin
+    perform sag._require(query_embedding is not null, 'sag.expand_keys: query_embedding must not be NULL');
+    perform sag._require(cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}'))
+                         and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}')),
+                         'sag.expand_keys: key_ids, key_weights and key_steps must have the same length');
+    perform sag._require(max_step >= 1, format('sag.expand_keys: max_step must be >= 1, got %s', max_step));
+    perform sag._require(threshold >= 0 and threshold <= 1,
+                         format('sag.expand_keys: threshold must be in [0, 1] (weights are normalized), got %s',
+                                threshold));
+    perform sag._require(top_n >= 1, format('sag.expand_keys: top_n must be >= 1, got %s', top_n));
+    perform sag._require(min_new_keys >= 0, format('sag.expand_keys: min_new_keys must be >= 0, got %s', min_new_keys));
+    perform sag._require(max_key_events >= 1,
+                         format('sag.expand_keys: max_key_events must be >= 1, got %s', max_key_events));
+    perform sag._require(not exists (select 1 from unnest(key_steps) s where s is null or s < 1),
+                         'sag.expand_keys: key_steps must be >= 1');
+
+    -- The input keys (in the sources), duplicates merged.
+    select array_agg(x.key_id order by x.key_id), array_agg(x.w order by x.key_id), array_agg(x.step order by x.key_id)
+      into acc_ids, acc_w, acc_steps
+      from (select u.key_id, max(u.w) as w, min(u.step) as step
+              from unnest(key_ids, key_weights, key_steps) as u(key_id, w, step)
+              join sag.keys k on k.id = u.key_id
+             where source_ids is null or k.source_id = any (source_ids)
+             group by u.key_id) x;
+    f_ids := acc_ids;
+    f_w := acc_w;
+    hop := coalesce((select max(s) from unnest(acc_steps) s), 1);
+
+    while f_ids is not null and hop < max_step loop
+        hop := hop + 1;
+        -- Events of F (hubs not expanded), each weighted W_e-jump = W_event-key-2 * similarity to the
+        -- ORIGINAL query, computed exactly (no index): W_event-key-2(e) = sum of W(k) over k in F and e.
+        select array_agg(x.event_id), array_agg(x.w) into ev_ids, ev_w
+          from (select ev.event_id,
+                       ev.w_ek * greatest(0, 1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1)) as w
+                  from (select ek.event_id, sum(f.w) as w_ek
+                          from unnest(f_ids, f_w) as f(key_id, w)
+                          join sag.keys k on k.id = f.key_id
+                          join sag.event_keys ek on ek.key_id = f.key_id
+                         where k.event_count <= max_key_events and f.w > 0
+                         group by ek.event_id) ev
+                  join sag.events e on e.id = ev.event_id
+                 where source_ids is null or e.source_id = any (source_ids)) x;
+
+        -- Reverse activation over all keys of those events, normalized and pruned: F'.
+        select array_agg(a.key_id order by a.weight desc, a.key_id), array_agg(a.weight order by a.weight desc, a.key_id)
+          into f_ids, f_w
+          from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events) a;
+        exit when f_ids is null;
+
+        select count(*) into new_keys from unnest(f_ids) k where k <> all (acc_ids);
+        -- Merge: a key keeps its first step and its largest weight.
+        select array_agg(m.key_id order by m.key_id), array_agg(m.w order by m.key_id),
+               array_agg(m.step order by m.key_id)
+          into acc_ids, acc_w, acc_steps
+          from (select u.key_id, max(u.w) as w, min(u.step) as step
+                  from (select * from unnest(acc_ids, acc_w, acc_steps) as a(key_id, w, step)
+                        union all
+                        select f.key_id, f.w, hop from unnest(f_ids, f_w) as f(key_id, w)) u
+                 group by u.key_id) m;
+        exit when new_keys < min_new_keys;
+    end loop;
+
+    return query
+    select a.key_id, a.w, a.step
+      from unnest(acc_ids, acc_w, acc_steps) as a(key_id, w, step)
+     order by a.w desc, a.step, a.key_id;
+end;
+$$;
+comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer, integer) is
+    'Stage 2, the multi-hop loop (sag-algorithm §2.3).  From the previous hop''s key set F (first: the input '
+    'keys): events of F (SQL join; hubs with more than max_key_events events not expanded); their exact '
+    'similarity to the original query; W_event-key-2(e) = sum of W(k) over k in F and e; W_e-jump = '
+    'W_event-key-2 * similarity; W(k) = sum of W_e-jump over those events containing k, for all their keys; '
+    'normalized by the maximum, kept if >= threshold, top_n -> F''.  New keys get step = the hop number (the '
+    'input keys'' largest step + 1, +2, ...).  Stops after hop max_step or when fewer than min_new_keys new keys '
+    'arrived.  Returns the accumulated key-final, input keys included: each key with its first step and its '
+    'largest weight, ordered by weight.';

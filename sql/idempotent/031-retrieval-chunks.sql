@@ -1,0 +1,293 @@
+-- Chunk retrieval: BM25 over sag.chunks.tsv, dense (HNSW) search, their reciprocal rank fusion, and
+-- stage 3 of the SAG retrieval (sag-algorithm §2.4): the initial chunk weights.  Re-applied on every upgrade.
+-- docs/retrieval.md explains every formula and choice made here.
+
+-- A tsquery matching exactly one lexeme, whatever characters it holds (quotes and backslashes escaped).
+create or replace function sag._lexeme_query(lexeme text)
+returns tsquery
+language sql immutable strict parallel safe
+set search_path = sag, public, pg_catalog
+as $$ select ('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''')::tsquery $$;
+
+-- The query's lexemes as sag.chunks.tsv stores them (same 'simple' configuration over space-joined tokens),
+-- each with its count in the query: a repeated query token counts repeatedly, as in bm25s and Lucene.
+create or replace function sag._bm25_query_terms(query_tokens text[])
+returns table (term text, qtf integer)
+language sql immutable parallel safe
+set search_path = sag, public, pg_catalog
+as $$
+    select u.lexeme, cardinality(u.positions)
+      from unnest(to_tsvector('simple'::regconfig, coalesce(array_to_string(query_tokens, ' '), ''))) as u
+$$;
+
+-- Exact BM25 scores of the chunks of the given sources (NULL = all) that match `match_query` (found with the
+-- GIN index), on all query terms (`terms`, `qtfs`, `idfs`).  tf is the number of positions of the lexeme in
+-- tsv: setweight + ts_filter cut the tsvector down to the query terms before it is unnested.
+create or replace function sag._bm25_score(
+    terms text[], qtfs integer[], idfs float8[], match_query tsquery, source_ids bigint[],
+    avgdl float8, k1 float8, b float8)
+returns table (chunk_id bigint, score float8)
+language sql stable parallel safe
+set search_path = sag, public, pg_catalog
+as $$
+    select s.id,
+           sum(qtfs[s.i] * idfs[s.i] * s.tf / (s.tf + k1 * (1 - b + b * s.token_count / avgdl)))
+      from (select c.id, c.token_count,
+                   array_position(terms, (c.x).lexeme) as i, cardinality((c.x).positions)::float8 as tf
+              from (select c.id, c.token_count, unnest(ts_filter(setweight(c.tsv, 'A', terms), '{a}')) as x
+                      from sag.chunks c
+                     where c.tsv @@ match_query and (source_ids is null or c.source_id = any (source_ids))) c) s
+     group by s.id
+$$;
+
+create or replace function sag.bm25_chunks(
+    query_tokens text[],
+    source_ids bigint[] default null,
+    top_k integer default 50,
+    k1 float8 default 1.2,
+    b float8 default 0.75)
+returns table (chunk_id bigint, score float8)
+language plpgsql stable parallel safe
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    n float8;
+    avgdl float8;
+    terms text[];
+    qtfs integer[];
+    idfs float8[];
+    dfs float8[];
+    rest float8[];     -- rest[j]: the most that terms j+1..m can add to any score (sum of qtf * idf)
+    m integer;
+    i integer;
+    j integer;
+    batch_df float8;
+    batch tsquery;     -- terms i..j
+    seen tsquery;      -- terms 1..i-1, whose chunks have been scored already
+    kth float8;
+    best bigint[] := '{}';
+    best_scores float8[] := '{}';
+begin
+    perform sag._require(top_k >= 1, format('sag.bm25_chunks: top_k must be >= 1, got %s', top_k));
+    perform sag._require(k1 >= 0, format('sag.bm25_chunks: k1 must be >= 0, got %s', k1));
+    perform sag._require(b >= 0 and b <= 1, format('sag.bm25_chunks: b must be in [0, 1], got %s', b));
+
+    -- N and avgdl over the searched sources.
+    select count(*), avg(c.token_count::float8) into n, avgdl
+      from sag.chunks c where source_ids is null or c.source_id = any (source_ids);
+    if n = 0 then
+        return;
+    end if;
+    avgdl := greatest(avgdl, 1e-9);  -- every chunk empty: lengths do not matter
+
+    -- Document frequency of each query term, counted with the GIN index; Lucene idf.  Terms are ordered by
+    -- the most they can add to a score, qtf * idf (since tf / (tf + K) < 1), biggest first.
+    select array_agg(x.term order by x.ub desc, x.term), array_agg(x.qtf order by x.ub desc, x.term),
+           array_agg(x.idf order by x.ub desc, x.term), array_agg(x.df order by x.ub desc, x.term)
+      into terms, qtfs, idfs, dfs
+      from (select y.term, y.qtf, y.df, y.idf, y.qtf * y.idf as ub
+              from (select t.term, t.qtf, d.df, ln(1 + (n - d.df + 0.5) / (d.df + 0.5)) as idf
+                      from sag._bm25_query_terms(query_tokens) t
+                      cross join lateral (
+                          select count(*)::float8 as df
+                            from sag.chunks c where c.tsv @@ sag._lexeme_query(t.term)
+                                   and (source_ids is null or c.source_id = any (source_ids))
+                      ) d) y
+             where y.df > 0) x;
+    m := coalesce(cardinality(terms), 0);
+    if m = 0 then
+        return;
+    end if;
+    select array_agg(r.rest order by r.i) into rest
+      from (select u.i, coalesce(sum(u.qtf * u.idf) over (order by u.i rows between 1 following
+                                                                        and unbounded following), 0) as rest
+              from unnest(qtfs, idfs) with ordinality as u(qtf, idf, i)) r;
+
+    -- MaxScore: score the chunks that hold one of terms i..j and none of the terms before i, keeping the
+    -- top k so far.  A chunk holding none of terms 1..j scores below rest[j]: once the k-th best score
+    -- reaches rest[j], no unscored chunk can enter the top k and the remaining terms are skipped.  Rare
+    -- terms are taken together (about 64 chunks a batch) to save statements.
+    i := 1;
+    while i <= m loop
+        j := i;
+        batch_df := dfs[i];
+        while j < m and batch_df + dfs[j + 1] <= 64 loop
+            j := j + 1;
+            batch_df := batch_df + dfs[j];
+        end loop;
+        select string_agg(sag._lexeme_query(t)::text, ' | ')::tsquery into batch from unnest(terms[i:j]) t;
+        select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
+               array_agg(s.score order by s.score desc, s.chunk_id)
+          into best, best_scores
+          from (select u.chunk_id, u.score
+                  from (select b0.chunk_id, b0.score from unnest(best, best_scores) as b0(chunk_id, score)
+                        union all
+                        select sc.chunk_id, sc.score
+                          from sag._bm25_score(terms, qtfs, idfs,
+                                               case when seen is null then batch else batch && !! seen end,
+                                               source_ids, avgdl, k1, b) sc) u
+                 order by u.score desc, u.chunk_id
+                 limit top_k) s;
+        best := coalesce(best, '{}');
+        best_scores := coalesce(best_scores, '{}');
+        kth := case when cardinality(best) >= top_k then best_scores[top_k] else 0 end;
+        exit when cardinality(best) >= top_k and kth >= rest[j];
+        seen := case when seen is null then batch else seen || batch end;
+        i := j + 1;
+    end loop;
+
+    return query select u.c, u.s from unnest(best, best_scores) as u(c, s);
+end;
+$$;
+comment on function sag.bm25_chunks(text[], bigint[], integer, float8, float8) is
+    'BM25 (Lucene variant, as bm25s method="lucene") over sag.chunks.tsv: score(c) = sum over query terms t of '
+    'qtf(t) * idf(t) * tf / (tf + k1 * (1 - b + b * token_count / avgdl)), idf(t) = ln(1 + (N - df + 0.5) / '
+    '(df + 0.5)); N, df, avgdl over the searched sources (NULL = all); qtf = how often t is in the query.  '
+    'query_tokens: pre-segmented, lower-cased tokens as in chunks.tokens.  Exact top_k, ties by chunk_id, found '
+    'with the GIN index and MaxScore pruning.  tf is capped at 256 (tsvector keeps 256 positions per lexeme).';
+
+create or replace function sag.dense_chunks(
+    query_embedding vector,
+    source_ids bigint[] default null,
+    top_k integer default 50)
+returns table (chunk_id bigint, similarity float8)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+as $$
+begin
+    perform sag._require(query_embedding is not null, 'sag.dense_chunks: query_embedding must not be NULL');
+    perform sag._require(top_k >= 1, format('sag.dense_chunks: top_k must be >= 1, got %s', top_k));
+    return query
+    select n.chunk_id, greatest(0, 1 - n.distance)
+      from sag._nearest_chunks(query_embedding, source_ids, top_k) n
+     order by n.distance, n.chunk_id;
+end;
+$$;
+comment on function sag.dense_chunks(vector, bigint[], integer) is
+    'Dense retrieval (baseline): the top_k chunks nearest to the query embedding by the HNSW index on '
+    'chunks.embedding, similarity = greatest(0, 1 - cosine distance).  source_ids NULL = all sources.';
+
+create or replace function sag.hybrid_chunks(
+    query_embedding vector,
+    query_tokens text[],
+    source_ids bigint[] default null,
+    top_k integer default 50,
+    rrf_k integer default 60)
+returns table (chunk_id bigint, score float8)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+as $$
+begin
+    perform sag._require(rrf_k >= 0, format('sag.hybrid_chunks: rrf_k must be >= 0, got %s', rrf_k));
+    return query
+    with dense as (
+        select d.chunk_id, row_number() over (order by d.similarity desc, d.chunk_id) as r
+          from sag.dense_chunks(query_embedding, source_ids, top_k) d
+    ),
+    sparse as (
+        select t.chunk_id, row_number() over (order by t.score desc, t.chunk_id) as r
+          from sag.bm25_chunks(query_tokens, source_ids, top_k) t
+    )
+    select coalesce(dense.chunk_id, sparse.chunk_id),
+           coalesce(1.0::float8 / (rrf_k + dense.r), 0) + coalesce(1.0::float8 / (rrf_k + sparse.r), 0) as score
+      from dense full join sparse on sparse.chunk_id = dense.chunk_id
+     order by 2 desc, 1
+     limit top_k;
+end;
+$$;
+comment on function sag.hybrid_chunks(vector, text[], bigint[], integer, integer) is
+    'Hybrid retrieval (baseline): reciprocal rank fusion of sag.dense_chunks and sag.bm25_chunks (top_k each): '
+    'score = sum over the two lists of 1 / (rrf_k + rank), rank from 1; the top_k fused chunks.';
+
+create or replace function sag.rank_chunks(
+    query_embedding vector,
+    query_tokens text[],
+    key_ids bigint[],
+    key_weights float8[],
+    key_steps integer[],
+    source_ids bigint[] default null,
+    vector_limit integer default 50,
+    text_limit integer default 50,
+    key_chunk_limit integer default 1000,
+    text_weight float8 default 0.5)
+returns table (chunk_id bigint, similarity float8, text_score float8, s float8, key_score float8,
+               weight_init float8, via_keys boolean, via_vector boolean, via_text boolean)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+as $$
+begin
+    perform sag._require(query_embedding is not null, 'sag.rank_chunks: query_embedding must not be NULL');
+    perform sag._require(cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}'))
+                         and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}')),
+                         'sag.rank_chunks: key_ids, key_weights and key_steps must have the same length');
+    perform sag._require(not exists (select 1 from unnest(key_steps) st where st is null or st < 1),
+                         'sag.rank_chunks: key_steps must be >= 1');
+    perform sag._require(vector_limit >= 0, format('sag.rank_chunks: vector_limit must be >= 0, got %s', vector_limit));
+    perform sag._require(text_limit >= 0, format('sag.rank_chunks: text_limit must be >= 0, got %s', text_limit));
+    perform sag._require(key_chunk_limit >= 0,
+                         format('sag.rank_chunks: key_chunk_limit must be >= 0, got %s', key_chunk_limit));
+    perform sag._require(text_weight >= 0 and text_weight <= 1,
+                         format('sag.rank_chunks: text_weight must be in [0, 1], got %s', text_weight));
+    return query
+    with kf as (
+        -- key-final, restricted to the sources; duplicates merged (largest weight, first step).
+        select u.key_id, max(u.w) as w, min(u.step) as step
+          from unnest(key_ids, key_weights, key_steps) as u(key_id, w, step)
+          join sag.keys k on k.id = u.key_id
+         where u.w > 0 and (source_ids is null or k.source_id = any (source_ids))
+         group by u.key_id
+    ),
+    key_scores as (
+        -- sum over the keys of key-final in c of W(k) * ln(1 + count(k, c)) / step(k)
+        select ck.chunk_id, sum(kf.w * ln(1 + ck.count) / kf.step) as key_score
+          from kf
+          join sag.chunk_keys ck on ck.key_id = kf.key_id
+          join sag.chunks c on c.id = ck.chunk_id
+         where source_ids is null or c.source_id = any (source_ids)
+         group by ck.chunk_id
+    ),
+    by_keys as (
+        -- content-key-related, at most key_chunk_limit chunks: those with the highest key_score.
+        select ks.chunk_id from key_scores ks order by ks.key_score desc, ks.chunk_id limit key_chunk_limit
+    ),
+    by_vector as (
+        select d.chunk_id, d.similarity from sag.dense_chunks(query_embedding, source_ids, greatest(vector_limit, 1)) d
+         where vector_limit > 0
+    ),
+    by_text as (
+        select t.chunk_id, t.score from sag.bm25_chunks(query_tokens, source_ids, greatest(text_limit, 1)) t
+         where text_limit > 0
+    ),
+    candidates as (
+        select b.chunk_id from by_keys b union select v.chunk_id from by_vector v union select t.chunk_id from by_text t
+    ),
+    scored as (
+        select c.chunk_id,
+               coalesce(v.similarity,
+                        greatest(0, 1 - coalesce(nullif(ch.embedding <=> query_embedding, 'NaN'), 1))) as similarity,
+               coalesce(t.score / nullif((select max(t2.score) from by_text t2), 0), 0) as text_score,
+               coalesce(ks.key_score, 0) as key_score,
+               exists (select 1 from by_keys b where b.chunk_id = c.chunk_id) as via_keys,
+               v.chunk_id is not null as via_vector,
+               t.chunk_id is not null as via_text
+          from candidates c
+          join sag.chunks ch on ch.id = c.chunk_id
+          left join by_vector v on v.chunk_id = c.chunk_id
+          left join by_text t on t.chunk_id = c.chunk_id
+          left join key_scores ks on ks.chunk_id = c.chunk_id
+         where source_ids is null or ch.source_id = any (source_ids)
+    )
+    select x.chunk_id, x.similarity, x.text_score, x.s, x.key_score,
+           0.5 * x.s + ln(1 + x.key_score) as weight_init,
+           x.via_keys, x.via_vector, x.via_text
+      from (select sc.*, (1 - text_weight) * sc.similarity + text_weight * sc.text_score as s from scored sc) x
+     order by 6 desc, 1;
+end;
+$$;
+comment on function sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer, integer, float8) is
+    'Stage 3 (sag-algorithm §2.4): initial chunk weights.  Candidates = chunks of key-final (chunk_keys; at most '
+    'key_chunk_limit, highest key_score first) + sag.dense_chunks (vector_limit) + sag.bm25_chunks (text_limit). '
+    's = (1 - text_weight) * cosine(c, Q) + text_weight * bm25(c) / max bm25 of the candidates (0 outside the '
+    'BM25 list); key_score = sum over k in c and key-final of W(k) * ln(1 + count(k, c)) / step(k); '
+    'weight_init = 0.5 * s + ln(1 + key_score).  Ordered by weight_init (ties by chunk_id); no PageRank here. '
+    'text_score is the normalized bm25(c) / max bm25.';
