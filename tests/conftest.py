@@ -14,6 +14,8 @@ from sag_pg.db import migrate
 
 from .pg import server_params
 
+pytest_plugins = ["tests.openai_server"]
+
 SERVER = server_params()
 # Unique per pytest process, so several sessions (developers, CI) can share one server.
 TEMPLATE_DB = f"sag_test_{os.getpid()}"
@@ -69,3 +71,11 @@ def empty_db_dsn(_fresh_db: psycopg.Connection) -> str:
             [name],
         )
         admin.execute(psycopg.sql.SQL("drop database if exists {}").format(psycopg.sql.Identifier(name)))
+
+
+@pytest.fixture
+def sag(db_dsn: str, tmp_path):  # type: ignore[no-untyped-def]
+    """A client on a fresh database with the offline defaults (hash embedder, rule extractor)."""
+    from sag_pg import SAG, Settings
+
+    return SAG(settings=Settings(database_url=db_dsn, home=tmp_path / "unused-home"))

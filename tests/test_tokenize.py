@@ -59,6 +59,12 @@ def test_combining_marks_stay_inside_the_word() -> None:
     assert search_tokens("हिन्दी ภาษาไทย e\u0301cole") == ["हिन्दी", "ภาษาไทย", "école"]
 
 
+def test_tokens_start_with_a_letter_or_digit_and_skip_other_numbers() -> None:
+    # NFKC turns the acute accent of "Rogers´s" into a space + combining mark; PostgreSQL would drop
+    # a mark at the start of a word, and it drops "other numbers" such as Bengali currency numerators.
+    assert search_tokens("Rogers´s \u0301orphan ৴৵x ①②") == ["rogers", "s", "orphan", "x", "12"]
+
+
 def test_chinese_is_segmented_with_jieba() -> None:
     assert search_tokens("曹操与袁绍在官渡展开决战。") == ["曹操", "与", "袁绍", "在", "官渡", "展开", "决战"]
 

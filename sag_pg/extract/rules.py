@@ -9,7 +9,8 @@ Keys are what cheap rules can find reliably:
   organization (suffix/head words like University, Inc, Party), location (gazetteer, "in X", "city of
   X", "X, Illinois", place prefixes like New/San/Fort), person (2–4 title-case words, or a word after an
   honorific such as Dr./President; a lone surname maps to a full name already seen) or topic; years →
-  ``time`` keys with float values; "quoted titles" → topic. Lower-case words are never keys.
+  ``time`` keys with float values; "quoted titles" → topic. Lower-case words are never keys, nor are
+  other numbers (amounts, measures): without the noun they count they would only be noise.
 * Chinese (jieba.posseg): nr → person, ns → location, nt → organization, nz/j/n → topic, v/vn → action,
   t and N年 → time (numeric when the year is parseable).
 * Both: the document title and the chunk title are topic keys of every event of the chunk: the "subject"

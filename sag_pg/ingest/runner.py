@@ -188,9 +188,10 @@ class Ingestor:
                     key_ids = store.resolve_keys(conn, source_id, prepared, self.alignment)
                     store.store_document(conn, source_id, prepared, key_ids)
                 break
-            except _RETRYABLE:
+            except _RETRYABLE as exc:
                 if attempt == _ATTEMPTS:
-                    self._fail(report, f"{origin}: gave up after {attempt} attempts (concurrent writers)", notify)
+                    self._fail(report, f"{origin}: gave up after {attempt} attempts with concurrent writers: "
+                                       f"{str(exc).strip()}", notify)
                     return
                 time.sleep(0.05 * attempt)
             except psycopg.Error as exc:

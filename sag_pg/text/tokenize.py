@@ -16,7 +16,6 @@ import re
 import threading
 import unicodedata
 import warnings
-from functools import lru_cache
 from types import ModuleType
 
 __all__ = [
@@ -39,6 +38,7 @@ _HAN = "\u3005\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f
 _HAN_RE = re.compile(f"[{_HAN}]")
 _HAN_OR_OTHER_RE = re.compile(f"([{_HAN}]+)|([^{_HAN}]+)")
 _ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
+_WORD_RE = re.compile(r"[^\W_]+")
 
 
 def contains_han(text: str) -> bool:
@@ -85,25 +85,35 @@ def load_jieba_posseg() -> ModuleType:
 # -------------------------------------------------------------------------------------------- tokens
 
 
-@lru_cache(maxsize=1)
-def _unicode_token_re() -> re.Pattern[str]:
-    """Letters/digits plus combining marks (Python's ``\\w`` lacks marks, which would cut हिन्दी apart).
+_MARKS = frozenset(("Mn", "Mc", "Me"))
 
-    Built on first non-ASCII use (~20 ms) rather than at import time.
+
+def _words(text: str) -> list[str]:
+    """Runs of letters and digits, with combining marks kept inside a word (NFKC-normalised input).
+
+    Python's ``\\w`` lacks marks (it would cut हिन्दी into ह, न, द) but has "other numbers" such as
+    ৴ or ꠰, which PostgreSQL's parser drops; PostgreSQL also drops a mark after a space ("Rogers´s" is
+    "Rogers ́s" under NFKC), so a word may not start with one. Such characters are rare, so the fast
+    regex is used unless the text's own alphabet contains one.
     """
-    ranges: list[str] = []
-    start = -1
-    scan = list(range(0x300, 0x20000)) + list(range(0xE0100, 0xE01F0)) + [0x110000]
-    previous = -2
-    for cp in scan:
-        is_mark = cp < 0x110000 and unicodedata.category(chr(cp))[0] == "M"
-        if is_mark and start < 0:
-            start = cp
-        elif start >= 0 and (not is_mark or cp != previous + 1):
-            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(previous))}")
-            start = cp if is_mark else -1
-        previous = cp
-    return re.compile(f"(?:[^\\W_]|[{''.join(ranges)}])+")
+    special = {ch: unicodedata.category(ch) for ch in set(text) if not ch.isascii()}
+    special = {ch: category for ch, category in special.items() if category in _MARKS or category == "No"}
+    if not special:
+        return _WORD_RE.findall(text)
+    words: list[str] = []
+    current: list[str] = []
+    for ch in text:
+        category = special.get(ch)
+        if category is None and ch.isalnum():
+            current.append(ch)
+        elif category in _MARKS and current:
+            current.append(ch)
+        elif current:
+            words.append("".join(current))
+            current = []
+    if current:
+        words.append("".join(current))
+    return words
 
 
 def _tokens(text: str, *, for_search: bool) -> list[str]:
@@ -114,7 +124,7 @@ def _tokens(text: str, *, for_search: bool) -> list[str]:
     # NFKC first: full-width letters, ligatures and superscripts become plain letters and digits.
     text = unicodedata.normalize("NFKC", text).lower()
     tokens: list[str] = []
-    for run in _unicode_token_re().findall(text):
+    for run in _words(text):
         if _HAN_RE.search(run) is None:
             if len(run) <= MAX_TOKEN_CHARS:
                 tokens.append(run)

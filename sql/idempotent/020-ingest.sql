@@ -182,13 +182,21 @@ as $$
 declare
     old_id bigint;
     doc_id bigint;
+    old_ids bigint[] := '{}';
+    old_deltas integer[] := '{}';
     ids bigint[];
     deltas integer[];
 begin
-    -- Changed content replaces the old document inside this same transaction.
+    -- Changed content replaces the old document inside this same transaction.  Its keys' counts are
+    -- settled together with the new document's at the end: a key the new text still uses (and that
+    -- sag.resolve_keys already handed out) must not be deleted as an orphan in between.
     select id into old_id from sag.documents where source_id = p_source_id and uri = p_uri for update;
     if old_id is not null then
-        perform sag.delete_document(old_id);
+        select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(-x.n), '{}') into old_ids, old_deltas
+          from (select ek.key_id, count(*)::int as n from sag.event_keys ek
+                  join sag.events e on e.id = ek.event_id
+                 where e.document_id = old_id group by ek.key_id) x;
+        delete from sag.documents where id = old_id;
     end if;
 
     insert into sag.documents (source_id, uri, title, content, content_hash, summary, metadata,
@@ -222,11 +230,13 @@ begin
      where ev.document_id = doc_id
      group by ev.chunk_id, ek.key_id;
 
-    select array_agg(x.key_id order by x.key_id), array_agg(x.n order by x.key_id) into ids, deltas
+    select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.n), '{}') into ids, deltas
       from (select ek.key_id, count(*)::int as n from sag.event_keys ek
               join sag.events ev on ev.id = ek.event_id
              where ev.document_id = doc_id group by ek.key_id) x;
-    if ids is not null then
+    ids := ids || old_ids;
+    deltas := deltas || old_deltas;
+    if cardinality(ids) > 0 then
         perform sag._adjust_key_counts(ids, deltas);
     end if;
     return doc_id;
