@@ -54,6 +54,19 @@ class SAG:
     def dsn(self) -> str:
         return self.db.dsn
 
+    def close(self) -> None:
+        """Release the LLM and embedder HTTP clients (the database has no pooled connections to close)."""
+        for resource in (self._llm, self.__dict__.get("embedder")):
+            close = getattr(resource, "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> SAG:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @cached_property
     def embedder(self) -> Embedder:
         """The embedder, bound to the database on first use (a different one than at creation is an error)."""

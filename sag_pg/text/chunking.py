@@ -22,6 +22,8 @@ Decisions, all visible in the output:
   then at sentence ends, then (one giant sentence) at the last space, CJK comma or CJK character before
   the limit, and only as a last resort mid-word. Pieces are packed greedily; if the last piece of a
   section ends up tiny (under a quarter of the limit), pieces are rebalanced so it is not left alone.
+
+:func:`markdown_to_prose` gives the prose of a chunk (markup and code removed) for sentence extraction.
 """
 
 from __future__ import annotations

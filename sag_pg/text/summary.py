@@ -72,6 +72,8 @@ def _language_name(language: str | None) -> str | None:
 
 
 def _stop_words(language: str) -> frozenset[str]:
+    if not language.isalpha():  # it becomes part of a resource path
+        return frozenset()
     try:
         data = pkgutil.get_data("sumy", f"data/stopwords/{language}.txt")
     except OSError:

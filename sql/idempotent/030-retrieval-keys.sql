@@ -6,9 +6,7 @@
 --   * similarity(a, b) = greatest(0, 1 - (a <=> b)): cosine, clamped at 0 so weights stay non-negative; a zero
 --     vector (cosine undefined, NaN) has similarity 0.
 --   * HNSW searches go through sag._nearest_keys/_events/_chunks, which set hnsw.ef_search (>= the limit) and
---     hnsw.iterative_scan = relaxed_order with set_config(..., true).  Every function here has a SET clause
---     (search_path at least), so PostgreSQL restores both settings when the function returns: they never
---     leak into the caller's transaction.  (A SET clause cannot take a value computed from a parameter.)
+--     hnsw.iterative_scan = relaxed_order for their own duration only (see below).
 --   * A key linked to more than max_key_events events is a hub: it is never expanded (its events are not
 --     fetched) and never enters key-final.
 
@@ -28,20 +26,27 @@ $$;
 
 -- Nearest neighbours by the HNSW indexes: the `lim` rows nearest to `query_embedding` (cosine distance), in
 -- the index's order (relaxed: nearly sorted), NaN distances (zero vectors) left out.  Callers sort.
--- enable_sort = off makes the planner take the HNSW index even when a source filter looks selective: the
--- alternative (fetch every row of the source, compute all distances, sort) looks cheap to it but is not,
--- because every 2 KB embedding has to be detoasted.  Without an HNSW index (dimension > 2000) the planner
--- still sorts.  hnsw.ef_search >= lim, hnsw.iterative_scan = relaxed_order (keeps the source filter from
--- starving the result); both are restored on return.
+-- * enable_sort = off makes the planner take the HNSW index even when a source filter looks selective: the
+--   alternative (fetch every row of the source, compute all distances, sort) looks cheap to it but is not,
+--   because every 2 KB embedding has to be detoasted.  Without an HNSW index (dimension > 2000) the planner
+--   still sorts.
+-- * hnsw.iterative_scan = relaxed_order keeps a source filter from starving the result (pgvector 0.8).
+-- * hnsw.ef_search must be >= lim, and a SET clause only takes constants: the clause sets 40 and
+--   set_config(..., true) raises it.  PostgreSQL undoes a set_config(..., true) made inside a function when
+--   the function returns only for the variables named in its SET clause (any other would last until the end
+--   of the caller's transaction), so both hnsw settings are named there.  The same holds for language sql
+--   functions (a `select set_config(...)` statement before the query, plus the SET clause); plpgsql is used
+--   here because the limit is a parameter.
 create or replace function sag._nearest_keys(query_embedding vector, source_ids bigint[], lim integer)
 returns table (key_id bigint, distance float8)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
 set enable_sort = off
+set hnsw.ef_search = 40
+set hnsw.iterative_scan = relaxed_order
 as $$
 begin
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
-    perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
     return query
     select x.id, x.distance
       from (select k.id, k.embedding <=> query_embedding as distance
@@ -59,10 +64,11 @@ returns table (event_id bigint, distance float8)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
 set enable_sort = off
+set hnsw.ef_search = 40
+set hnsw.iterative_scan = relaxed_order
 as $$
 begin
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
-    perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
     return query
     select x.id, x.distance
       from (select e.id, e.embedding <=> query_embedding as distance
@@ -80,10 +86,11 @@ returns table (chunk_id bigint, distance float8)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
 set enable_sort = off
+set hnsw.ef_search = 40
+set hnsw.iterative_scan = relaxed_order
 as $$
 begin
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
-    perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
     return query
     select x.id, x.distance
       from (select c.id, c.embedding <=> query_embedding as distance

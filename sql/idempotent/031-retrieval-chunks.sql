@@ -144,7 +144,7 @@ comment on function sag.bm25_chunks(text[], bigint[], integer, float8, float8) i
     'qtf(t) * idf(t) * tf / (tf + k1 * (1 - b + b * token_count / avgdl)), idf(t) = ln(1 + (N - df + 0.5) / '
     '(df + 0.5)); N, df, avgdl over the searched sources (NULL = all); qtf = how often t is in the query.  '
     'query_tokens: pre-segmented, lower-cased tokens as in chunks.tokens.  Exact top_k, ties by chunk_id, found '
-    'with the GIN index and MaxScore pruning.  tf is capped at 256 (tsvector keeps 256 positions per lexeme).';
+    'with the GIN index and MaxScore pruning.  tf is capped at 255 (to_tsvector keeps 255 positions per lexeme).';
 
 create or replace function sag.dense_chunks(
     query_embedding vector,
