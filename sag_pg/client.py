@@ -17,7 +17,6 @@ from .ingest.readers import (
     DocumentInput,
     InputFailure,
     ReadResult,
-    count_documents,
     document_from_text,
     read_inputs,
 )
@@ -28,8 +27,6 @@ if TYPE_CHECKING:
     from .ingest.runner import DocumentCallback, IngestReport
 
 DEFAULT_SOURCE = "default"
-# From this many documents on, HNSW indexes are rebuilt once after the load instead of row by row.
-BULK_DOCUMENTS = 1000
 
 
 class SAG:
@@ -92,12 +89,11 @@ class SAG:
 
     def ingest(self, inputs: Iterable[ReadResult], *, source: str = DEFAULT_SOURCE,
                on_document: DocumentCallback | None = None,
-               alignment: store.KeyAlignment | None = None, expected: int | None = None,
-               bulk: bool | None = None) -> IngestReport:
+               alignment: store.KeyAlignment | None = None, bulk: bool | None = None) -> IngestReport:
         """Ingest documents (or read failures, which are counted and named in the report).
 
-        ``bulk`` (default: when ``expected`` is at least BULK_DOCUMENTS) rebuilds the vector indexes once
-        after the load instead of updating them row by row.
+        ``bulk`` rebuilds the vector indexes once after the load instead of row by row; by default that
+        happens when at least 1,000 documents changed.
         """
         from .ingest.prepare import DocumentPreparer
         from .ingest.runner import Ingestor
@@ -107,17 +103,13 @@ class SAG:
             self.embedder, extractor,
             concurrency=self.settings.llm_concurrency if self.llm else 1,
         )
-        if bulk is None:
-            bulk = expected is not None and expected >= BULK_DOCUMENTS
         runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm, bulk=bulk)
         return runner.run(inputs, on_document=on_document)
 
     def ingest_files(self, paths: Iterable[str | Path], *, source: str = DEFAULT_SOURCE,
                      on_document: DocumentCallback | None = None, bulk: bool | None = None) -> IngestReport:
         """Ingest files, directories (recursive) and JSONL corpora."""
-        paths = list(paths)
-        return self.ingest(read_inputs(paths), source=source, on_document=on_document,
-                           expected=count_documents(paths), bulk=bulk)
+        return self.ingest(read_inputs(paths), source=source, on_document=on_document, bulk=bulk)
 
     def ingest_text(self, text: str, *, uri: str, title: str = "", source: str = DEFAULT_SOURCE,
                     metadata: dict[str, Any] | None = None) -> IngestReport:

@@ -46,8 +46,7 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
                 progress.console.print(f"[red]failed[/red] {what}")
             progress.advance(task)
 
-        report = sag.ingest(inputs, source=source, on_document=on_document, expected=expected,
-                            bulk=True if bulk else None)
+        report = sag.ingest(inputs, source=source, on_document=on_document, bulk=True if bulk else None)
     if as_json:
         echo_json(report.to_dict())
     else:

@@ -7,6 +7,8 @@ the two cores of a small machine both stay busy.
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 import multiprocessing
 import threading
 import time
@@ -25,6 +27,7 @@ from . import store
 from .prepare import DocumentPreparer, PreparedDocument, content_hash
 from .readers import DocumentInput, InputFailure, ReadResult
 
+BULK_DOCUMENTS = 1000
 _BULK = 16  # from this many changed documents on, prepare in a worker process
 _WINDOW = 32  # documents in flight to the worker
 
@@ -60,7 +63,10 @@ DocumentCallback = Callable[[str, str], None]  # (status: stored|skipped|failed,
 
 class Ingestor:
     def __init__(self, db: Database, preparer: DocumentPreparer, *, source: str = "default",
-                 alignment: store.KeyAlignment | None = None, llm: LLM | None = None, bulk: bool = False) -> None:
+                 alignment: store.KeyAlignment | None = None, llm: LLM | None = None,
+                 bulk: bool | None = None) -> None:
+        """``bulk``: rebuild the vector indexes after the load instead of row by row — None decides by
+        the number of changed documents (at least BULK_DOCUMENTS), True forces it, False never."""
         self.db = db
         self.bulk = bulk
         self.preparer = preparer
@@ -81,14 +87,16 @@ class Ingestor:
             conn.commit()
             if self.preparer.extractor.uses_pre_retrieval:
                 self.preparer.pre_retriever = lambda vec: store.pre_retrieve(reader, source_id, vec)
-            if self.bulk:
-                # One HNSW graph insertion per row costs ~1 ms; building the graphs once afterwards is
-                # several times cheaper.  Searches still work meanwhile (by exact scan).
-                conn.execute("select sag.drop_vector_indexes()")
+            todo = self._changed(inputs, known, report, notify)
+            # Look ahead: enough changed documents make rebuilding the HNSW graphs once after the load
+            # (several times cheaper than one graph insertion of ~1 ms per row) worth it.
+            head = list(itertools.islice(todo, BULK_DOCUMENTS))
+            bulk = bool(head) and (self.bulk or (self.bulk is None and len(head) >= BULK_DOCUMENTS))
+            if bulk:
+                conn.execute("select sag.drop_vector_indexes()")  # searches meanwhile scan exactly
                 conn.commit()
             try:
-                todo = self._changed(inputs, known, report, notify)
-                for doc, outcome in self._prepared(todo, report):
+                for doc, outcome in self._prepared(itertools.chain(head, todo), report):
                     if isinstance(outcome, str):
                         self._fail(report, f"{doc.origin or doc.uri}: {outcome}", notify)
                         continue
@@ -96,7 +104,7 @@ class Ingestor:
                         report.timings[name] = report.timings.get(name, 0.0) + seconds
                     self._store(conn, source_id, outcome, report, notify)
             finally:
-                if self.bulk:
+                if bulk:
                     built = time.perf_counter()
                     conn.rollback()
                     conn.execute("set maintenance_work_mem = '512MB'")
@@ -131,7 +139,7 @@ class Ingestor:
         """
         head = list(itertools.islice(docs, _BULK))
         stream = itertools.chain(head, docs)
-        if len(head) < _BULK or self.preparer.extractor.uses_pre_retrieval:
+        if len(head) < _BULK or self.preparer.extractor.uses_pre_retrieval or not _can_spawn():
             for doc in stream:
                 yield doc, self._prepare_here(doc, report)
             return
@@ -175,7 +183,9 @@ class Ingestor:
         synonyms = store.source_config(conn, source_id).get("synonyms") or None
         conn.commit()
         if synonyms:
-            self.preparer.synonyms = synonyms
+            from ..text.normalize import normalize_synonyms
+
+            self.preparer.synonyms = normalize_synonyms(synonyms)  # once, not per key
         return source_id
 
     def _store(self, conn: psycopg.Connection, source_id: int, prepared: PreparedDocument, report: IngestReport,
@@ -240,3 +250,9 @@ def _prepare_in_worker(doc: DocumentInput) -> PreparedDocument | str:
         return _worker_preparer.prepare(doc)
     except SagError as exc:
         return str(exc)
+
+
+def _can_spawn() -> bool:
+    """A spawned worker re-imports ``__main__`` from its file: impossible when it came from stdin or ``-c``."""
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    return main_file is None or os.path.exists(main_file)

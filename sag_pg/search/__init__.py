@@ -5,4 +5,4 @@ from __future__ import annotations
 from .result import ChunkHit, KeyHit, SearchResult
 from .retrieve import RetrievalParams, retrieve
 
-__all__ = ["retrieve", "RetrievalParams", "SearchResult", "ChunkHit", "KeyHit"]
+__all__ = ["ChunkHit", "KeyHit", "RetrievalParams", "SearchResult", "retrieve"]

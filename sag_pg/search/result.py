@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KeyHit", "ChunkHit", "SearchResult"]
+__all__ = ["ChunkHit", "KeyHit", "SearchResult"]
 
 KeyValue = str | float | bool | None
 

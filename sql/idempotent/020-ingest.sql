@@ -94,27 +94,35 @@ returns table (ord integer, key_id bigint)
 language plpgsql
 set search_path = sag, public, pg_catalog
 as $$
+declare
+    matched bigint[];
 begin
     if trgm_threshold is not null then
         -- The % operator (and its GIN index) filter at this threshold; the exact check follows in _match_key.
         perform set_config('pg_trgm.similarity_threshold', trgm_threshold::text, true);
     end if;
+    select array_agg(sag._match_key(p_source_id, u.type, u.normalized, u.vs is not null, u.emb,
+                                    trgm_threshold, vector_threshold, across_types) order by u.n)
+      into matched
+      from unnest(types, normalized, value_strings, embeddings) with ordinality as u(type, normalized, vs, emb, n);
+
     -- Insert the new ones in a fixed order, so concurrent ingests wait on each other instead of deadlocking.
     insert into sag.keys (source_id, type, name, normalized, value_string, value_number, value_bool, embedding)
     select p_source_id, i.type, i.name, i.normalized, i.vs, i.vn, i.vb, case when i.vs is not null then i.emb end
       from (select distinct on (u.type, u.normalized) u.*
               from unnest(types, names, normalized, value_strings, value_numbers, value_bools, embeddings)
                    with ordinality as u(type, name, normalized, vs, vn, vb, emb, n)
+             where matched[u.n] is null
              order by u.type, u.normalized, u.n) i
-     where sag._match_key(p_source_id, i.type, i.normalized, i.vs is not null, i.emb,
-                          trgm_threshold, vector_threshold, across_types) is null
      order by i.type, i.normalized
     on conflict on constraint keys_one_per_meaning do nothing;
 
+    -- A new statement: it also sees keys a concurrent ingest committed while we waited on its insert.
     return query
-    select u.n::int, sag._match_key(p_source_id, u.type, u.normalized, u.vs is not null, u.emb,
-                                    trgm_threshold, vector_threshold, across_types)
-      from unnest(types, normalized, value_strings, embeddings) with ordinality as u(type, normalized, vs, emb, n)
+    select u.n::int, coalesce(matched[u.n],
+                              (select k.id from sag.keys k where k.source_id = p_source_id and k.type = u.type
+                                                             and k.normalized = u.normalized))
+      from unnest(types, normalized) with ordinality as u(type, normalized, n)
      order by u.n;
 end;
 $$;

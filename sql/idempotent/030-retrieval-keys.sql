@@ -141,6 +141,8 @@ create or replace function sag._activate(
 returns table (key_id bigint, weight float8)
 language sql stable
 set search_path = sag, public, pg_catalog
+-- A few hundred to a few thousand key lookups: by primary key, not by a hash join over all keys.
+set enable_seqscan = off
 as $$
     with activated as (
         select ek.key_id, sum(e.w) as w

@@ -258,23 +258,32 @@ begin
         select t.chunk_id, t.score from sag.bm25_chunks(query_tokens, source_ids, greatest(text_limit, 1)) t
          where text_limit > 0
     ),
-    candidates as (
-        select b.chunk_id from by_keys b union select v.chunk_id from by_vector v union select t.chunk_id from by_text t
+    merged as (
+        -- One row per candidate (a chunk found by keys, vector or text), with its key_score: a single
+        -- aggregate instead of joins, whose row estimates over function results are meaningless.
+        select m.chunk_id, max(m.similarity) as similarity, max(m.bm25) as bm25, max(m.key_score) as key_score,
+               bool_or(m.via_keys) as via_keys, bool_or(m.via_vector) as via_vector, bool_or(m.via_text) as via_text
+          from (select b.chunk_id, null::float8 as similarity, null::float8 as bm25, null::float8 as key_score,
+                       true as via_keys, false as via_vector, false as via_text from by_keys b
+                union all
+                select v.chunk_id, v.similarity, null, null, false, true, false from by_vector v
+                union all
+                select t.chunk_id, null, t.score, null, false, false, true from by_text t
+                union all
+                select ks.chunk_id, null, null, ks.key_score, false, false, false from key_scores ks) m
+         group by m.chunk_id
+        having bool_or(m.via_keys or m.via_vector or m.via_text)
     ),
     scored as (
-        select c.chunk_id,
-               coalesce(v.similarity,
+        select mg.chunk_id,
+               -- dense_chunks computed the similarity already; the others get it exactly here.
+               coalesce(mg.similarity,
                         greatest(0, 1 - coalesce(nullif(ch.embedding <=> query_embedding, 'NaN'), 1))) as similarity,
-               coalesce(t.score / nullif((select max(t2.score) from by_text t2), 0), 0) as text_score,
-               coalesce(ks.key_score, 0) as key_score,
-               exists (select 1 from by_keys b where b.chunk_id = c.chunk_id) as via_keys,
-               v.chunk_id is not null as via_vector,
-               t.chunk_id is not null as via_text
-          from candidates c
-          join sag.chunks ch on ch.id = c.chunk_id
-          left join by_vector v on v.chunk_id = c.chunk_id
-          left join by_text t on t.chunk_id = c.chunk_id
-          left join key_scores ks on ks.chunk_id = c.chunk_id
+               coalesce(mg.bm25 / nullif(max(mg.bm25) over (), 0), 0) as text_score,
+               coalesce(mg.key_score, 0) as key_score,
+               mg.via_keys, mg.via_vector, mg.via_text
+          from merged mg
+          join sag.chunks ch on ch.id = mg.chunk_id
          where source_ids is null or ch.source_id = any (source_ids)
     )
     select x.chunk_id, x.similarity, x.text_score, x.s, x.key_score,

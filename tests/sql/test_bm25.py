@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from math import log
 
 import numpy as np
 import psycopg
@@ -73,8 +72,7 @@ def test_no_match_and_empty_queries(db_conn: psycopg.Connection, small: dict[str
 
 def test_statistics_are_per_source(db_conn: psycopg.Connection, small: dict[str, int]) -> None:
     d = small
-    g = GraphBuilder.__new__(GraphBuilder)
-    g.conn, g._ordinals = db_conn, {}
+    g = GraphBuilder(db_conn)
     s2 = g.source("two")
     d4 = g.chunk(g.document(s2, "doc2"), "apple", None)
     # Source one alone: the numbers of test_hand_computed_scores.

@@ -1,0 +1,256 @@
+"""Stage 3 (sag-algorithm §2.4) and the chunk baselines: sag.rank_chunks, sag.dense_chunks, sag.hybrid_chunks,
+and the composed psql search (sag.search_by_vector, sag.search).
+
+The rank_chunks graph (source "one"), query q = (1, 0, 0), query tokens ["apple"]:
+    chunk  embedding  sim  tokens               chunk_keys (count)
+    c1     (1,0,0)    1.0  apple banana (dl 2)  K1 x1
+    c2     (4,3,0)    0.8  cherry       (dl 1)  K1 x3, K2 x1
+    c3     (0,1,0)    0.0  apple apple cherry   K2 x2     (dl 3)
+    c4     (3,4,0)    0.6  date         (dl 1)  -
+key-final: K1 weight 1 step 1, K2 weight 0.5 step 2.  Source "two" holds a copy of c1 and of K1.
+
+BM25 (N = 4, avgdl = 7/4, df(apple) = 2, idf = ln(1 + 2.5/2.5) = ln 2 = 0.693147):
+    c1: K = 1.2 * (0.25 + 0.75 * 2 / 1.75) = 1.328571; 0.693147 * 1 / 2.328571 = 0.297671
+    c3: K = 1.2 * (0.25 + 0.75 * 3 / 1.75) = 1.842857; 0.693147 * 2 / 3.842857 = 0.360746 (the maximum)
+    text_score = bm25 / max: c1 0.297671 / 0.360746 = 0.825153; c3 1
+key_score = sum W * ln(1 + count) / step:
+    c1 = 1 * ln 2 / 1 = 0.693147;  c2 = 1 * ln 4 / 1 + 0.5 * ln 2 / 2 = 1.386294 + 0.173287 = 1.559581
+    c3 = 0.5 * ln 3 / 2 = 0.274653
+s = 0.5 * sim + 0.5 * text_score:  c1 = 0.5 + 0.412577 = 0.912577;  c2 = 0.4;  c3 = 0.5;  c4 = 0.3
+weight_init = 0.5 * s + ln(1 + key_score):
+    c1 = 0.456288 + ln 1.693147 (0.526589) = 0.982877
+    c2 = 0.2 + ln 2.559581 (0.939844) = 1.139844
+    c3 = 0.25 + ln 1.274653 (0.242674) = 0.492674
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from tests.sql.graph_builder import GraphBuilder, vec
+
+Q = vec((1, 0, 0))
+RANK = ("select chunk_id, similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text "
+        "from sag.rank_chunks(%(q)s::vector, %(t)s, %(k)s, %(w)s, %(st)s{named})")
+
+
+@pytest.fixture
+def graph(db_conn: psycopg.Connection) -> dict[str, int]:
+    g = GraphBuilder(db_conn)
+    ids: dict[str, int] = {}
+    for source in ("one", "two"):
+        s = g.source(source)
+        doc = g.document(s, f"{source}-doc", title=f"Doc {source}")
+        k1, k2 = g.key(s, "K1"), g.key(s, "K2")
+        c1 = g.chunk(doc, "apple banana", (1, 0, 0), title="First")
+        g.link(g.event(c1, "c1 event", (1, 0, 0)), k1)
+        if source == "two":
+            ids.update(s2=s, c5=c1, k1_two=k1)
+            continue
+        c2 = g.chunk(doc, "cherry", (4, 3, 0))
+        e2 = g.event(c2, "c2 event", (4, 3, 0))
+        g.link(e2, k1, 3)
+        g.link(e2, k2, 1)
+        c3 = g.chunk(doc, "apple apple cherry", (0, 1, 0))
+        g.link(g.event(c3, "c3 event", (0, 1, 0)), k2, 2)
+        c4 = g.chunk(doc, "date", (3, 4, 0))
+        ids.update(s1=s, c1=c1, c2=c2, c3=c3, c4=c4, k1=k1, k2=k2)
+    return ids
+
+
+def rank(conn: psycopg.Connection, g: dict[str, int], **kw: object) -> list[tuple[object, ...]]:
+    named = "".join(f", {k} => %({k})s" for k in kw)
+    args = {"q": Q, "t": ["apple"], "k": [g["k1"], g["k2"]], "w": [1.0, 0.5], "st": [1, 2], **kw}
+    return [tuple(r) for r in conn.execute(RANK.format(named=named), args).fetchall()]
+
+
+def a(x: float) -> object:
+    return pytest.approx(x, abs=1e-6)
+
+
+def test_rank_chunks_formulas(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    g = graph
+    rows = rank(db_conn, g, source_ids=[g["s1"]], vector_limit=2)
+    # Candidates: via keys c1, c2, c3; via vector (top 2) c1, c2; via text c1, c3.  c4 is none of them.
+    assert rows == [
+        (g["c2"], a(0.8), a(0.0), a(0.4), a(1.559581), a(1.139844), True, True, False),
+        (g["c1"], a(1.0), a(0.825153), a(0.912577), a(0.693147), a(0.982877), True, True, True),
+        (g["c3"], a(0.0), a(1.0), a(0.5), a(0.274653), a(0.492674), True, False, True),
+    ]
+
+
+def test_rank_chunks_text_weight(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    g = graph
+    # text_weight 0.2: s = 0.8 * sim + 0.2 * text_score:
+    #   c1 = 0.8 + 0.165031 = 0.965031 -> 0.482515 + 0.526589 = 1.009104
+    #   c2 = 0.64 -> 0.32 + 0.939844 = 1.259844;  c3 = 0.2 -> 0.1 + 0.242674 = 0.342674
+    rows = rank(db_conn, g, source_ids=[g["s1"]], vector_limit=2, text_weight=0.2)
+    assert [(r[0], r[3], r[5]) for r in rows] == [
+        (g["c2"], a(0.64), a(1.259844)), (g["c1"], a(0.965031), a(1.009104)), (g["c3"], a(0.2), a(0.342674))]
+
+
+def test_rank_chunks_candidate_limits(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    g = graph
+    # key_chunk_limit 1: only the chunk with the highest key_score (c2) comes through the keys; c1 and c3
+    # still come through vector/text and keep their key_score.
+    rows = rank(db_conn, g, source_ids=[g["s1"]], vector_limit=2, key_chunk_limit=1)
+    assert [(r[0], r[4], r[6]) for r in rows] == [
+        (g["c2"], a(1.559581), True), (g["c1"], a(0.693147), False), (g["c3"], a(0.274653), False)]
+    # Keys only.
+    rows = rank(db_conn, g, source_ids=[g["s1"]], vector_limit=0, text_limit=0)
+    assert [r[0] for r in rows] == [g["c2"], g["c1"], g["c3"]]
+    assert all(r[2] == 0 for r in rows)   # no BM25 list: text_score 0
+    # No keys: vector (all four chunks) and text only; c4 = 0.5 * (0.5 * 0.6) = 0.15.
+    rows = [tuple(r) for r in db_conn.execute(
+        "select chunk_id, weight_init, via_keys from sag.rank_chunks(%s::vector, %s, null, null, null, %s)",
+        [Q, ["apple"], [g["s1"]]]).fetchall()]
+    # c1 = 0.5 * 0.912577 = 0.456288; c3 = 0.25; c2 = 0.2; c4 = 0.15
+    assert rows == [(g["c1"], a(0.456288), False), (g["c3"], a(0.25), False), (g["c2"], a(0.2), False),
+                    (g["c4"], a(0.15), False)]
+
+
+def test_rank_chunks_stays_inside_sources(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    g = graph
+    # Source two's key K1 passed in key-final is ignored when searching source one, and its chunk c5
+    # (a copy of c1) is never returned.
+    rows = [tuple(r) for r in db_conn.execute(
+        "select chunk_id, key_score from sag.rank_chunks(%s::vector, %s, %s, %s, %s, %s, vector_limit => 2)",
+        [Q, ["apple"], [g["k1"], g["k2"], g["k1_two"]], [1.0, 0.5, 1.0], [1, 2, 1], [g["s1"]]]).fetchall()]
+    assert rows == [(g["c2"], a(1.559581)), (g["c1"], a(0.693147)), (g["c3"], a(0.274653))]
+    rows = db_conn.execute(
+        "select chunk_id from sag.rank_chunks(%s::vector, %s, %s, %s, %s, %s)",
+        [Q, ["apple"], [g["k1"], g["k2"], g["k1_two"]], [1.0, 0.5, 1.0], [1, 2, 1], [g["s2"]]]).fetchall()
+    assert [r[0] for r in rows] == [g["c5"]]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "null, '{}', '{}', '{}', '{}'",
+        "'[1,0,0]', '{}', '{1}', '{1}', '{}'",
+        "'[1,0,0]', '{}', '{1}', '{1}', '{0}'",
+        "'[1,0,0]', '{}', '{}', '{}', '{}', vector_limit => -1",
+        "'[1,0,0]', '{}', '{}', '{}', '{}', text_limit => -1",
+        "'[1,0,0]', '{}', '{}', '{}', '{}', key_chunk_limit => -1",
+        "'[1,0,0]', '{}', '{}', '{}', '{}', text_weight => 1.5",
+    ],
+)
+def test_rank_chunks_rejects_bad_parameters(db_conn: psycopg.Connection, args: str) -> None:
+    GraphBuilder(db_conn)
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        db_conn.execute(f"select * from sag.rank_chunks({args})")
+
+
+def test_dense_chunks(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    g = graph
+    rows = db_conn.execute("select chunk_id, similarity from sag.dense_chunks(%s::vector, %s)", [Q, [g["s1"]]]).fetchall()
+    assert [(r[0], a(r[1])) for r in rows] == [(g["c1"], 1.0), (g["c2"], 0.8), (g["c4"], 0.6), (g["c3"], 0.0)]
+    rows = db_conn.execute("select chunk_id from sag.dense_chunks(%s::vector, top_k => 2)", [Q]).fetchall()
+    assert [r[0] for r in rows] == [g["c1"], g["c5"]]   # both at similarity 1: by chunk id
+    # Chunks without an embedding or with a zero one are never returned.
+    db_conn.execute("update sag.chunks set embedding = '[0,0,0]' where id = %s", [g["c2"]])
+    db_conn.execute("update sag.chunks set embedding = null where id = %s", [g["c4"]])
+    rows = db_conn.execute("select chunk_id from sag.dense_chunks(%s::vector, %s)", [Q, [g["s1"]]]).fetchall()
+    assert [r[0] for r in rows] == [g["c1"], g["c3"]]
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        db_conn.execute("select * from sag.dense_chunks(%s::vector, top_k => 0)", [Q])
+
+
+def test_hybrid_chunks_is_reciprocal_rank_fusion(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    g = graph
+    # Dense ranks: c1 1, c2 2, c4 3, c3 4.  BM25 ranks (apple): c3 1, c1 2.  rrf_k = 60:
+    #   c1 = 1/61 + 1/62 = 0.032522;  c3 = 1/64 + 1/61 = 0.032018;  c2 = 1/62 = 0.016129;  c4 = 1/63 = 0.015873
+    rows = db_conn.execute("select chunk_id, score from sag.hybrid_chunks(%s::vector, %s, %s, top_k => 4)",
+                           [Q, ["apple"], [g["s1"]]]).fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(g["c1"], a(1 / 61 + 1 / 62)), (g["c3"], a(1 / 64 + 1 / 61)),
+                                            (g["c2"], a(1 / 62)), (g["c4"], a(1 / 63))]
+    # top_k 2, rrf_k 0: the lists are dense c1, c2 and BM25 c3, c1: c1 = 1/1 + 1/2 = 1.5; c3 = 1/1 = 1;
+    # c2 = 1/2 = 0.5 -> the top 2.
+    rows = db_conn.execute("select chunk_id, score from sag.hybrid_chunks(%s::vector, %s, %s, top_k => 2, rrf_k => 0)",
+                           [Q, ["apple"], [g["s1"]]]).fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(g["c1"], a(1.5)), (g["c3"], a(1.0))]
+    with pytest.raises(psycopg.errors.InvalidParameterValue), db_conn.transaction():
+        db_conn.execute("select * from sag.hybrid_chunks(%s::vector, '{}', rrf_k => -1)", [Q])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The composed search
+
+
+def test_query_tokens(db_conn: psycopg.Connection) -> None:
+    row = db_conn.execute("select sag._query_tokens('Who founded Apple-Computer in 1976? 乔布斯 创建')").fetchone()
+    assert row == (["who", "founded", "apple", "computer", "in", "1976", "乔布斯", "创建"],)
+    assert db_conn.execute("select sag._query_tokens(null)").fetchone() == ([],)
+
+
+def search_graph(g: GraphBuilder, source: str) -> dict[str, int]:
+    s = g.source(source)
+    doc = g.document(s, f"{source}/apple.md", title="Apple")
+    c1 = g.chunk(doc, "Apple was founded by Steve Jobs", (1, 0, 0))
+    c2 = g.chunk(doc, "Jobs returned in 1997", (0, 0, 1))
+    jobs, apple = g.key(s, "Steve Jobs", (1, 0, 0)), g.key(s, "Apple", (4, 3, 0))
+    e1 = g.event(c1, "Steve Jobs founded Apple", (1, 0, 0))
+    g.links(e1, jobs, apple)
+    g.links(g.event(c2, "Jobs returned to Apple", (0, 0, 1)), jobs)
+    return {"source": s, "c1": c1, "c2": c2}
+
+
+def test_search_by_vector_composes_the_stages(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    one = search_graph(g, "one")
+    two = search_graph(g, "two")
+    query = "who founded apple"
+    got = db_conn.execute("select * from sag.search_by_vector(%s::vector, %s, source => 'one')", [Q, query]).fetchall()
+    manual = db_conn.execute(
+        """
+        with seeds as (select array_agg(key_id) ids, array_agg(similarity) w from sag.match_keys(%(q)s::vector, %(s)s)),
+        act as (select array_agg(a.key_id) ids, array_agg(a.weight) w, array_agg(a.step) st
+                  from seeds, sag.activate_keys(%(q)s::vector, seeds.ids, seeds.w, %(s)s) a),
+        fin as (select array_agg(e.key_id) ids, array_agg(e.weight) w, array_agg(e.step) st
+                  from act, sag.expand_keys(%(q)s::vector, act.ids, act.w, act.st, %(s)s) e)
+        select r.chunk_id, r.weight_init from fin, sag.rank_chunks(%(q)s::vector, %(t)s, fin.ids, fin.w, fin.st, %(s)s) r
+        """,
+        {"q": Q, "s": [one["source"]], "t": ["who", "founded", "apple"]},
+    ).fetchall()
+    assert [(r[1], r[4]) for r in got] == [(m[0], a(m[1])) for m in manual]
+    # c2 (orthogonal to the query) is reached through the key "Steve Jobs".
+    assert got[0][:4] == ("one/apple.md", one["c1"], "Apple", "Apple was founded by Steve Jobs")
+    assert got[1][1] == one["c2"]
+    # All sources: both copies; top_n.
+    every = db_conn.execute("select chunk_id from sag.search_by_vector(%s::vector, %s, top_n => 3)", [Q, query]).fetchall()
+    assert len(every) == 3 and {r[0] for r in every} <= {one["c1"], one["c2"], two["c1"], two["c2"]}
+    with pytest.raises(psycopg.errors.NoDataFound, match="no source named 'three'"), db_conn.transaction():
+        db_conn.execute("select * from sag.search_by_vector(%s::vector, 'q', source => 'three')", [Q])
+    with pytest.raises(psycopg.errors.InvalidParameterValue), db_conn.transaction():
+        db_conn.execute("select * from sag.search_by_vector(%s::vector, 'q', top_n => 0)", [Q])
+
+
+def test_search_needs_the_hash_embedder(db_conn: psycopg.Connection) -> None:
+    GraphBuilder(db_conn)   # bound to "test"
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="embedder is test") as err:
+        db_conn.execute("select * from sag.search('who founded apple')")
+    assert "search_by_vector" in (err.value.diag.message_hint or "")
+
+
+def test_search_with_the_hash_embedder(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn, embedder="hash-v1:64", dimension=64)
+    s = g.source("fruit")
+    doc = g.document(s, "fruit.md", title="Fruit")
+    texts = ["apple pie with cinnamon", "banana bread recipe", "cherry jam and sugar"]
+    chunks = []
+    for text in texts:
+        c = g.chunk(doc, text, None)
+        db_conn.execute("update sag.chunks set embedding = sag.embed_hash(content, 64) where id = %s", [c])
+        e = g.event(c, text, None)
+        db_conn.execute("update sag.events set embedding = sag.embed_hash(content, 64) where id = %s", [e])
+        k = g.key(s, text.split()[0])
+        db_conn.execute("update sag.keys set embedding = sag.embed_hash(name, 64) where id = %s", [k])
+        g.link(e, k)
+        chunks.append(c)
+    got = db_conn.execute("select chunk_id, score from sag.search('apple pie', 2, 'fruit')").fetchall()
+    same = db_conn.execute(
+        "select chunk_id, score from sag.search_by_vector(sag.embed_hash('apple pie', 64), 'apple pie', 2, 'fruit')"
+    ).fetchall()
+    assert got == same
+    assert got[0][0] == chunks[0]

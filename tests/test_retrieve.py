@@ -1,0 +1,148 @@
+"""sag_pg.search.retrieve: multi-hop through a bridge key, source isolation, ordering, the result shape."""
+
+from __future__ import annotations
+
+import numpy as np
+import psycopg
+import pytest
+
+from sag_pg.errors import QueryError
+from sag_pg.search import RetrievalParams, SearchResult, retrieve
+from tests.sql.graph_builder import GraphBuilder
+
+Q = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+TOKENS = ["who", "directed", "zorblax"]
+
+
+def bridge_graph(g: GraphBuilder, source: str) -> dict[str, int]:
+    """The answer chunk shares no word and no direction with the question; only the key
+    "Quentin Vance" leads to it, through the chunk about the film."""
+    s = g.source(source)
+    doc = g.document(s, f"{source}/films.md", title="Films")
+    film = g.chunk(doc, "Zorblax is a 1999 film directed by Quentin Vance.", (1, 0, 0))
+    answer = g.chunk(doc, "Born in Oslo, the filmmaker later moved to Paris.", (0, 0, 1))      # similarity 0
+    toys = g.chunk(doc, "Zorblax toys were popular.", (4, 3, 0))                              # 0.8
+    knows = g.chunk(doc, "Who knows?", (1, 1, 0))                                             # 0.71
+    energy = g.chunk(doc, "Directed energy weapons.", (3, 4, 0))                              # 0.6
+    zorblax = g.key(s, "Zorblax", (1, 0, 0))
+    vance = g.key(s, "Quentin Vance", (0, 0, 1))
+    oslo = g.key(s, "Oslo", (0, 1, 0))
+    toy = g.key(s, "toy", (0, 1, 0))
+    g.links(g.event(film, "Zorblax was directed by Quentin Vance", (1, 0, 0)), zorblax, vance)
+    e = g.event(answer, "Quentin Vance was born in Oslo; Vance moved to Paris", (0, 0, 1))
+    g.link(e, vance, 2)
+    g.link(e, oslo)
+    g.links(g.event(toys, "Zorblax toys sold well", (4, 3, 0)), zorblax, toy)
+    g.event(knows, "nobody knows", (1, 1, 0))
+    g.event(energy, "energy weapons", (3, 4, 0))
+    return {"source": s, "film": film, "answer": answer, "toys": toys, "vance": vance, "zorblax": zorblax}
+
+
+@pytest.fixture
+def two_sources(db_conn: psycopg.Connection) -> tuple[dict[str, int], dict[str, int]]:
+    g = GraphBuilder(db_conn)
+    return bridge_graph(g, "one"), bridge_graph(g, "two")
+
+
+def ids(result: SearchResult) -> list[int]:
+    return [c.chunk_id for c in result.chunks]
+
+
+def test_bridge_key_reaches_what_bm25_and_dense_miss(
+        db_conn: psycopg.Connection, two_sources: tuple[dict[str, int], dict[str, int]]) -> None:
+    one, _ = two_sources
+    src = [one["source"]]
+    dense = db_conn.execute("select chunk_id from sag.dense_chunks(%s, %s, 3)", [Q, src]).fetchall()
+    sparse = db_conn.execute("select chunk_id from sag.bm25_chunks(%s, %s, 3)", [TOKENS, src]).fetchall()
+    assert one["answer"] not in {r[0] for r in dense}
+    assert one["answer"] not in {r[0] for r in sparse}
+    # Even the full lists never see it: no shared word, similarity 0 (ranked last by dense).
+    assert one["answer"] not in {r[0] for r in db_conn.execute(
+        "select chunk_id from sag.bm25_chunks(%s, %s)", [TOKENS, src]).fetchall()}
+
+    for use_pagerank in (True, False):
+        result = retrieve(db_conn, Q, TOKENS, source_ids=src, top_n=3, use_pagerank=use_pagerank)
+        assert one["answer"] in ids(result), use_pagerank
+        hit = next(c for c in result.chunks if c.chunk_id == one["answer"])
+        assert hit.via_keys and not hit.via_text and hit.similarity == pytest.approx(0.0)
+    # The bridge key was activated (stage 1, from the film's event).
+    vance = next(k for k in result.keys if k.key_id == one["vance"])
+    assert (vance.name, vance.type, vance.value, vance.step) == ("Quentin Vance", "entity", "Quentin Vance", 1)
+
+
+def test_explicit_seed_keys(db_conn: psycopg.Connection, two_sources: tuple[dict[str, int], dict[str, int]]) -> None:
+    one, _ = two_sources
+    result = retrieve(db_conn, Q, TOKENS, source_ids=[one["source"]], seed_keys=[(one["vance"], 1.0)], top_n=5)
+    assert one["answer"] in ids(result)
+    assert "match_keys" not in result.timings_ms
+
+
+def test_sources_never_cross(db_conn: psycopg.Connection, two_sources: tuple[dict[str, int], dict[str, int]]) -> None:
+    one, two = two_sources
+    chunks_of = {
+        sid: {r[0] for r in db_conn.execute("select id from sag.chunks where source_id = %s", [sid]).fetchall()}
+        for sid in (one["source"], two["source"])
+    }
+    keys_of = {
+        sid: {r[0] for r in db_conn.execute("select id from sag.keys where source_id = %s", [sid]).fetchall()}
+        for sid in (one["source"], two["source"])
+    }
+    for sid in (one["source"], two["source"]):
+        # Seeds from the other source are ignored too.
+        seeds = [(one["zorblax"], 1.0), (two["zorblax"], 1.0)]
+        for seed_keys in (None, seeds):
+            result = retrieve(db_conn, Q, TOKENS, source_ids=[sid], seed_keys=seed_keys, top_n=10)
+            assert result.chunks and set(ids(result)) <= chunks_of[sid]
+            assert {k.key_id for k in result.keys} <= keys_of[sid]
+            for chunk in result.chunks:
+                assert {k["id"] for k in chunk.keys} <= keys_of[sid]
+    both = retrieve(db_conn, Q, TOKENS, source_ids=None, top_n=10)
+    assert set(ids(both)) & chunks_of[one["source"]] and set(ids(both)) & chunks_of[two["source"]]
+
+
+def test_results_are_ordered_by_score(db_conn: psycopg.Connection,
+                                      two_sources: tuple[dict[str, int], dict[str, int]]) -> None:
+    for use_pagerank in (True, False):
+        result = retrieve(db_conn, Q, TOKENS, source_ids=None, top_n=10, use_pagerank=use_pagerank)
+        scores = [c.score for c in result.chunks]
+        assert len(scores) == 10 and scores == sorted(scores, reverse=True)
+        if not use_pagerank:
+            assert scores == [c.weight_init for c in result.chunks]
+
+
+def test_result_shape(db_conn: psycopg.Connection, two_sources: tuple[dict[str, int], dict[str, int]]) -> None:
+    one, _ = two_sources
+    result = retrieve(db_conn, Q, TOKENS, source_ids=[one["source"]], top_n=2, query="Who directed Zorblax?")
+    d = result.to_dict()
+    assert set(d) == {"results", "keys", "timings_ms"}
+    assert len(d["results"]) == 2
+    first = next(r for r in d["results"] if r["chunk_id"] == one["film"])
+    assert set(first) == {"document", "chunk_id", "title", "text", "score", "events", "keys", "explain"}
+    assert first["document"] == "one/films.md" and first["title"] == "Films"
+    assert first["text"] == "Zorblax is a 1999 film directed by Quentin Vance."
+    assert [e["content"] for e in first["events"]] == ["Zorblax was directed by Quentin Vance"]
+    assert {k["name"] for k in first["keys"]} == {"Zorblax", "Quentin Vance"}
+    assert all(k["weight"] is not None and k["step"] == 1 for k in first["keys"])
+    assert d["keys"][0]["name"] == "Zorblax" and d["keys"][0]["weight"] == pytest.approx(1.0)
+    assert set(first["explain"]) == {"document_title", "similarity", "text_score", "key_score", "weight_init",
+                                      "via_keys", "via_vector", "via_text"}
+    assert set(d["timings_ms"]) == {"match_keys", "activate_keys", "expand_keys", "rank_chunks", "edges",
+                                    "pagerank", "fetch", "total"}
+    assert result.query == "Who directed Zorblax?"
+
+
+def test_bad_parameters(db_conn: psycopg.Connection, two_sources: tuple[dict[str, int], dict[str, int]]) -> None:
+    with pytest.raises(QueryError, match="threshold"):
+        retrieve(db_conn, Q, TOKENS, source_ids=None, params=RetrievalParams(threshold=2.0))
+    with pytest.raises(QueryError, match="top_n"):
+        retrieve(db_conn, Q, TOKENS, source_ids=None, top_n=0)
+    with pytest.raises(QueryError, match="1-D"):
+        retrieve(db_conn, np.zeros((2, 3)), TOKENS, source_ids=None)
+    # The connection is still usable: the failed statement was rolled back to a savepoint.
+    assert retrieve(db_conn, Q, TOKENS, source_ids=None, top_n=1).chunks
+
+
+def test_empty_database(db_conn: psycopg.Connection) -> None:
+    GraphBuilder(db_conn)
+    result = retrieve(db_conn, Q, TOKENS, source_ids=None)
+    assert result.chunks == [] and result.keys == []
