@@ -66,11 +66,11 @@ def values(r: Restriction) -> list[object]:
         ("coalesce(event.event_time, '1900-01-01') < CURRENT_DATE",
          '(COALESCE("event"."event_time", %(restrict_0)s)) < (CURRENT_DATE)', ["1900-01-01"]),
         ("lower(key.name) = upper('x') AND length(chunk.title) > 3",
-         '((pg_catalog.lower("key"."name")) = (pg_catalog.upper(%(restrict_0)s))) AND '
-         '((pg_catalog.length("chunk"."title")) > (%(restrict_1)s))', ["x", 3]),
+         ('((pg_catalog.lower("key"."name")) = (pg_catalog.upper(%(restrict_0)s))) AND '
+         '((pg_catalog.length("chunk"."title")) > (%(restrict_1)s))'), ["x", 3]),
         ("CAST(key.value_number AS int) = 3 AND key.value_number::float8 > 1e3",
-         '((CAST(("key"."value_number") AS integer)) = (%(restrict_0)s)) AND '
-         '((CAST(("key"."value_number") AS double precision)) > (%(restrict_1)s))', [3, Decimal("1e3")]),
+         ('((CAST(("key"."value_number") AS integer)) = (%(restrict_0)s)) AND '
+         '((CAST(("key"."value_number") AS double precision)) > (%(restrict_1)s))'), [3, Decimal("1e3")]),
         ("document.metadata ->> 'lang' = 'en'",
          '(("document"."metadata" ->> CAST(%(restrict_0)s AS text))) = (%(restrict_1)s)', ["lang", "en"]),
         ("event.created_at < CURRENT_TIMESTAMP", '("event"."created_at") < (CURRENT_TIMESTAMP)', []),
