@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,7 +11,7 @@ from .config import Settings
 from .db.connection import Database, raw_connect, resolve_dsn
 from .db.status import database_status
 from .embedders import Embedder, make_embedder
-from .errors import InputError
+from .errors import ConfigError, InputError, QueryError
 from .ingest import store
 from .ingest.readers import (
     DocumentInput,
@@ -24,6 +24,8 @@ from .llm import LLM, make_llm
 
 if TYPE_CHECKING:
     from .ingest.extractors import Extractor
+    from .search.result import SearchResult
+    from .search.retrieve import RetrievalParams
     from .ingest.runner import DocumentCallback, IngestReport
 
 DEFAULT_SOURCE = "default"
@@ -127,6 +129,41 @@ class SAG:
         with self.db.transaction() as conn:
             row = conn.execute("select id from sag.sources where name = %s", [source]).fetchone()
             return bool(row) and store.delete_document(conn, int(row[0]), uri)
+
+    # -- search ----------------------------------------------------------------------------------
+
+    def search(self, query: str, *, keys: Sequence[str] | None = None, sql: str | None = None,
+               mode: str = "fast", source: str | Sequence[str] | None = DEFAULT_SOURCE, top_n: int = 10,
+               params: RetrievalParams | None = None) -> SearchResult:
+        """The atomic search of sag-algorithm §3.1.
+
+        ``mode``: ``fast`` (no LLM) or ``normal`` (the LLM rewrites the question and names its keys first).
+        ``keys``: key names to start from instead of the query's nearest keys. ``sql``: a restriction over
+        ``document``, ``chunk``, ``event`` and ``key`` columns, e.g. ``key.type = 'time' AND
+        key.value_number >= 2000``. ``source``: a source name, a list of names, or None for all sources.
+        """
+        from .search.engine import resolve_sources
+        from .search.engine import search as fast_search
+        from .search.normal import rewrite_query
+
+        if mode not in ("fast", "normal"):
+            raise QueryError(f"unknown search mode {mode!r}: use fast or normal (deep is `ask --mode deep`)")
+        sources = [source] if isinstance(source, str) else (list(source) if source is not None else None)
+        rewrite = None
+        with self.db.connect() as conn:
+            if mode == "normal":
+                if self.llm is None:
+                    raise ConfigError("normal mode needs an LLM: set SAG_LLM (e.g. openai:gpt-4o-mini) or use --mode fast")
+                rewrite = rewrite_query(conn, self.embedder, self.llm, query, resolve_sources(conn, sources),
+                                        prompts_dir=self.settings.prompts_dir)
+                conn.commit()
+                query, keys = rewrite.query, list(keys or []) + rewrite.keys
+            result = fast_search(conn, self.embedder, query, keys=keys, sql=sql, sources=sources, top_n=top_n,
+                                 params=params)
+        if rewrite is not None:
+            result.timings_ms["rewrite"] = rewrite.seconds * 1000.0
+            result.rewrite = rewrite  # type: ignore[attr-defined]
+        return result
 
     # -- information -----------------------------------------------------------------------------
 

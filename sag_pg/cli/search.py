@@ -1,0 +1,74 @@
+"""`sag-pg search`: one search, printed for people (with --explain, the hop trail) or as JSON."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ._common import AppContext, echo_json, pass_app
+
+
+@click.command()
+@click.argument("query")
+@click.option("--mode", type=click.Choice(["fast", "normal"]), default="fast", show_default=True,
+              help="fast: no LLM. normal: the LLM rewrites the question and names its keys first.")
+@click.option("--source", "sources", multiple=True, help="Source to search (repeatable). Default: default.")
+@click.option("--all-sources", is_flag=True, help="Search every source.")
+@click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--key", "keys", multiple=True, help="A key name to start from (repeatable).")
+@click.option("--sql", help="Restriction, e.g. \"key.type = 'time' AND key.value_number >= 2000\".")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--explain", is_flag=True, help="Show the keys of every hop and each chunk's score components.")
+@pass_app
+def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all_sources: bool, top_n: int,
+           keys: tuple[str, ...], sql: str | None, as_json: bool, explain: bool) -> None:
+    """Search the knowledge base.
+
+    Example:
+
+        sag-pg search "Who did Ada Lovelace work with?" --top-n 5 --explain
+    """
+    source: list[str] | None = None if all_sources else (list(sources) or ["default"])
+    result = app.sag().search(query, keys=list(keys) or None, sql=sql, mode=mode, source=source, top_n=top_n)
+    if as_json:
+        data = result.to_dict()
+        rewrite = getattr(result, "rewrite", None)
+        if rewrite is not None:
+            data["rewrite"] = rewrite.to_dict()
+        echo_json(data)
+        return
+    print_result(Console(), result, explain=explain)
+
+
+def print_result(console: Console, result: Any, *, explain: bool = False, width: int = 100) -> None:
+    rewrite = getattr(result, "rewrite", None)
+    if rewrite is not None:
+        console.print(f"[dim]rewritten:[/dim] {rewrite.query}  [dim]keys:[/dim] {', '.join(rewrite.keys) or '-'}")
+    if not result.chunks:
+        console.print("[yellow]no results[/yellow]")
+    for rank, hit in enumerate(result.chunks, start=1):
+        title = hit.title or hit.document_title
+        console.print(f"[bold]{rank}.[/bold] [cyan]{hit.score:.4f}[/cyan]  {hit.document_uri}  [bold]{title}[/bold]",
+                      highlight=False)
+        console.print(textwrap.indent(textwrap.shorten(hit.content.replace("\n", " "), width=width * 3,
+                                                       placeholder=" …"), "    "), highlight=False)
+        if explain:
+            console.print(f"    [dim]s={hit.similarity:.3f} text={hit.text_score:.3f} keys={hit.key_score:.3f} "
+                          f"W_init={hit.weight_init:.3f} via={'k' if hit.via_keys else ''}"
+                          f"{'v' if hit.via_vector else ''}{'t' if hit.via_text else ''}[/dim]", highlight=False)
+            for event in hit.events[:3]:
+                console.print(f"    [green]event[/green] {textwrap.shorten(event['content'], width=width)}",
+                              highlight=False)
+    if explain and result.keys:
+        table = Table(title="key-final (the hop trail)", show_lines=False)
+        for column in ("step", "weight", "type", "key"):
+            table.add_column(column)
+        for key in sorted(result.keys, key=lambda k: (k.step, -k.weight)):
+            table.add_row(str(key.step), f"{key.weight:.3f}", key.type, str(key.name))
+        console.print(table)
+    if explain:
+        console.print("[dim]" + "  ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items()) + "[/dim]")

@@ -1,0 +1,72 @@
+"""One atomic search (sag-algorithm §3.1): query, optional keys, optional ``sql`` restriction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+
+from ..errors import QueryError
+from ..text.normalize import normalize_key
+from ..text.tokenize import search_tokens
+from .restrict import allowed_events, parse_restriction
+from .result import SearchResult
+from .retrieve import RetrievalParams, retrieve
+
+if TYPE_CHECKING:
+    from ..embedders.base import Embedder
+
+SEARCH_TIMEOUT_MS = 30_000
+
+
+def resolve_sources(conn: psycopg.Connection, names: Sequence[str] | None) -> list[int] | None:
+    """Source names to ids; None searches every source. Unknown names are a QueryError."""
+    if names is None:
+        return None
+    try:
+        row = conn.execute("select sag.source_ids(%s)", [list(names)]).fetchone()
+    except psycopg.errors.NoDataFound as exc:
+        raise QueryError(exc.diag.message_primary or str(exc)) from exc
+    return list(row[0]) if row and row[0] else []
+
+
+def seed_keys(conn: psycopg.Connection, embedder: Embedder, keys: Sequence[str],
+              source_ids: list[int] | None) -> list[tuple[int, float]]:
+    names = [k.strip() for k in keys if k and k.strip()]
+    if not names:
+        return []
+    vectors = list(embedder.embed(names))
+    rows = conn.execute(
+        "select key_id, similarity from sag.match_named_keys(%s, %s, %b::vector[], %s)",
+        [names, [normalize_key(n) for n in names], vectors, source_ids],
+    ).fetchall()
+    return [(int(k), float(s)) for k, s in rows]
+
+
+def search(conn: psycopg.Connection, embedder: Embedder, query: str, *, keys: Sequence[str] | None = None,
+           sql: str | None = None, sources: Sequence[str] | None = None, top_n: int = 10,
+           params: RetrievalParams | None = None, use_pagerank: bool = True) -> SearchResult:
+    """Fast mode: no LLM. ``keys`` (names) replace the query's own key matching as stage-1 seeds."""
+    if not query or not query.strip():
+        raise QueryError("the query is empty")
+    if top_n < 1:
+        raise QueryError(f"top_n must be at least 1, got {top_n}")
+    restriction = parse_restriction(sql) if sql else None
+    embedding = embedder.embed([query])[0]
+    if not np.any(embedding):
+        embedding = embedding.copy()  # an all-zero query vector still runs: BM25 and keys carry it
+    # Searches only read: a read-only session, with a ceiling on every statement.
+    conn.read_only = True
+    conn.execute(f"set statement_timeout = {SEARCH_TIMEOUT_MS}")
+    source_ids = resolve_sources(conn, sources)
+    conn.commit()
+    seeds = seed_keys(conn, embedder, keys, source_ids) if keys else None
+    allowed = allowed_events(conn, restriction, source_ids) if restriction else None
+    kwargs: dict[str, Any] = {"allowed": allowed} if allowed is not None else {}
+    try:
+        return retrieve(conn, embedding, search_tokens(query), source_ids=source_ids, seed_keys=seeds, top_n=top_n,
+                        params=params or RetrievalParams(), use_pagerank=use_pagerank, query=query, **kwargs)
+    except psycopg.errors.QueryCanceled as exc:
+        raise QueryError(f"search exceeded {SEARCH_TIMEOUT_MS / 1000:.0f} s and was cancelled") from exc
