@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sag_pg import SAG, Settings  # noqa: E402
+from sag_pg.db import migrate  # noqa: E402
 from sag_pg.search import RetrievalParams, retrieve  # noqa: E402
 from sag_pg.text.tokenize import search_tokens  # noqa: E402
 from tests.pg import server_params  # noqa: E402
@@ -89,7 +90,8 @@ def open_bench(set_name: str, *, home: Path) -> Bench:
         if not admin.execute("select 1 from pg_database where datname = %s", [name]).fetchone():
             admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
     dsn = server.dsn(name)
-    sag = SAG(settings=Settings(database_url=dsn, home=home))   # creates / upgrades the schema
+    migrate.upgrade(dsn)   # schema, and the SQL functions of this checkout
+    sag = SAG(settings=Settings(database_url=dsn, home=home))
     with sag.db.connect(autocommit=True) as conn:
         row = conn.execute("select count(*) from sag.documents d join sag.sources s on s.id = d.source_id "
                            "where s.name = %s", [SOURCE]).fetchone()
@@ -198,6 +200,7 @@ def bm25_synthetic(home: Path) -> None:
     with _admin() as admin:
         admin.execute(psycopg.sql.SQL("drop database if exists {}").format(psycopg.sql.Identifier(name)))
         admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
+    migrate.upgrade(server_params().dsn(name))
     sag = SAG(settings=Settings(database_url=server_params().dsn(name), home=home))
     rng = np.random.default_rng(7)
     vocab = [f"w{i}" for i in range(5000)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sag_pg.db import embedded
+from sag_pg.db import embedded, migrate
 
 
 def _run(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -37,7 +37,7 @@ def test_upgrade_status_url_and_psql_on_the_embedded_default(home_env: dict[str,
     assert status.returncode == 0, status.stderr
     assert "PostgreSQL  18." in status.stdout
     assert "pgvector    0.8." in status.stdout
-    assert "revision 0001 (current" in status.stdout
+    assert f"revision {migrate.head_revision()} (current" in status.stdout
     url = _run(["db", "url"], home_env).stdout.strip()
     tables = subprocess.run([_psql(), url, "-Atc", r"\dt sag.*"], capture_output=True, text=True, check=True).stdout
     for table in ("sources", "documents", "chunks", "events", "keys", "event_keys", "chunk_keys"):

@@ -1,0 +1,143 @@
+"""Answers with citations: search, then the LLM answers from the top chunks and their events.
+
+The answer cites chunk ids in square brackets; citations of chunks that were not in the evidence are
+removed from the text and reported (``dropped_citations`` and a note). When the evidence does not
+answer the question the model says so (``sufficient`` is false, ``missing`` says what is missing);
+when the search finds nothing, no LLM call is made at all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, QueryError
+from ..llm.base import Usage
+from ..prompts import render
+from ..search.result import ChunkHit, SearchResult
+from .evidence import Citation, check_citations, citation, format_evidence
+from .meter import MeteredLLM
+from .schemas import ANSWER_SCHEMA
+
+if TYPE_CHECKING:
+    from ..client import SAG
+    from ..llm.base import LLM
+
+__all__ = ["NO_EVIDENCE_ANSWER", "Answer", "answer_from_evidence", "ask", "require_llm"]
+
+DEFAULT_SOURCE = "default"  # the client's default source
+MODES = ("fast", "normal", "deep")
+NO_EVIDENCE_ANSWER = "The knowledge base holds no evidence for this question."
+
+
+@dataclass(kw_only=True)
+class Answer:
+    """An answer, the chunks it cites and the evidence it was written from.
+
+    ``usage``: what the LLM endpoint answered for this question (requests and tokens; in normal mode
+    this includes the query rewrite). ``notes`` say what was corrected (e.g. dropped citations).
+    """
+
+    question: str
+    mode: str
+    text: str
+    sufficient: bool
+    missing: str = ""
+    citations: list[Citation] = field(default_factory=list)
+    evidence: list[ChunkHit] = field(default_factory=list)
+    dropped_citations: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    search: SearchResult | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "question": self.question, "mode": self.mode, "answer": self.text, "sufficient": self.sufficient,
+            "missing": self.missing, "citations": [c.to_dict() for c in self.citations],
+            "evidence": [c.to_dict() for c in self.evidence], "dropped_citations": self.dropped_citations,
+            "notes": self.notes, "usage": dict(self.usage),
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+        }
+        rewrite = getattr(self.search, "rewrite", None)
+        if rewrite is not None:
+            data["rewrite"] = rewrite.to_dict()
+        return data
+
+
+@dataclass(frozen=True)
+class _Written:
+    text: str
+    sufficient: bool
+    missing: str
+    citations: list[Citation]
+    dropped: list[int]
+    notes: list[str]
+
+
+def require_llm(sag: SAG, what: str) -> LLM:
+    llm = sag.llm
+    if llm is None:
+        raise ConfigError(f"{what} needs an LLM: set SAG_LLM (e.g. openai:gpt-4o-mini; SAG_LLM_BASE_URL for a "
+                          "local OpenAI-compatible server), or use `sag-pg search` for retrieval without one")
+    return llm
+
+
+def answer_from_evidence(llm: MeteredLLM, question: str, chunks: Sequence[ChunkHit], *,
+                         prompt: str = "answer_json", prompts_dir: Path | None = None,
+                         values: dict[str, object] | None = None, final: bool = False) -> _Written:
+    """The LLM's answer from ``chunks`` with its citations checked against them."""
+    if not chunks:
+        return _Written(NO_EVIDENCE_ANSWER, False, "no passage matched the question", [], [],
+                        ["the search found no evidence; the LLM was not asked"])
+    rendered = render(prompt, prompts_dir=prompts_dir, query=question, evidence=format_evidence(chunks),
+                      **(values or {}))
+    data = llm.complete_json(rendered, schema=ANSWER_SCHEMA, purpose=prompt, final=final)
+    by_id = {c.chunk_id: c for c in chunks}
+    check = check_citations(str(data["answer"]).strip(), by_id)
+    notes: list[str] = []
+    if check.unknown:
+        notes.append("dropped citations of chunks that are not in the evidence: "
+                     + ", ".join(f"[{i}]" for i in check.unknown))
+    sufficient = bool(data["sufficient"])
+    if sufficient and not check.cited:
+        notes.append("the answer cites no evidence")
+    return _Written(check.text, sufficient, str(data.get("missing") or "").strip(),
+                    [citation(by_id[i]) for i in check.cited], check.unknown, notes)
+
+
+def ask(sag: SAG, question: str, *, mode: str = "fast", source: str | Sequence[str] | None = DEFAULT_SOURCE,
+        top_n: int = 10, keys: Sequence[str] | None = None, sql: str | None = None, **deep: Any) -> Answer:
+    """Search, then answer from the top ``top_n`` chunks with citations.
+
+    ``mode``: ``fast`` (search without LLM, then answer), ``normal`` (the LLM rewrites the question and
+    names its keys first, §3.3) or ``deep`` (a DAG of sub-questions with a ReAct check, §3.4; returns a
+    :class:`~sag_pg.answer.deep.DeepAnswer`; ``deep`` options such as ``max_rounds`` and
+    ``max_llm_calls`` go to :func:`~sag_pg.answer.deep.deep_ask`). Raises ConfigError without an LLM.
+    """
+    if mode not in MODES:
+        raise QueryError(f"unknown mode {mode!r}: use fast, normal or deep")
+    if mode == "deep":
+        if keys:
+            raise QueryError("keys are chosen by the LLM in deep mode; use fast or normal mode to give them")
+        from .deep import deep_ask
+
+        return deep_ask(sag, question, source=source, top_n=top_n, sql=sql, **deep)
+    if deep:
+        raise QueryError(f"{', '.join(sorted(deep))}: only for deep mode")
+    llm = MeteredLLM(require_llm(sag, f"answering in {mode} mode"))
+    started = time.perf_counter()
+    result = sag.search(question, keys=keys, sql=sql, mode=mode, source=source, top_n=top_n)
+    searched = time.perf_counter()
+    written = answer_from_evidence(llm, question, result.chunks, prompts_dir=sag.settings.prompts_dir)
+    usage: Usage = llm.usage()
+    return Answer(
+        question=question, mode=mode, text=written.text, sufficient=written.sufficient, missing=written.missing,
+        citations=written.citations, evidence=list(result.chunks), dropped_citations=written.dropped,
+        notes=written.notes, usage=usage.as_dict(), search=result,
+        timings_ms={**{f"search.{k}": v for k, v in result.timings_ms.items()},
+                    "search": (searched - started) * 1000.0, "answer": (time.perf_counter() - searched) * 1000.0},
+    )

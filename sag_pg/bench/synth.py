@@ -1,0 +1,267 @@
+"""A deterministic synthetic SAG corpus with realistic skew, generated in batches of bounded size.
+
+Shape, from the offline ingest of the bench sets (musique/hotpotqa: ~3.4-4.0 events a chunk, ~3.9-4.1 keys an
+event, key event counts with median 1 and a few hubs): one chunk per document; 2-5 events a chunk (mean 3.5);
+2-6 key draws an event (mean 4; a key drawn twice in an event is one link with count 2).  Keys are drawn
+from a universe of ``20 * events`` by Zipf-Mandelbrot popularity, P(rank r) ∝ 1 / (r + 8) (sampled by the
+inverse of its continuous CDF, no table): at 10 k events that gives 1.7 keys an event, 2.3 events a key,
+median 1, 99th percentile 23, the top key in 4 % of the events (bench sets: 1.8, 2.2, 1, ~20, 4.7 %); at 1 M
+events 1.3 keys an event and hubs of tens of thousands of events, as vocabularies saturate.  Key types follow the bench mix (topic, person, location,
+organization; 4 % ``time`` keys are numbers, without embedding).  Texts are key names (pseudo-words, one
+token each) plus Zipf-distributed filler words (English stop words first), ~22 tokens an event (~75 a chunk; bench sets 78-91).  Embeddings
+are random unit vectors.
+
+Every batch draws from its own generators, seeded by ``(seed, stream, batch)``: the structure (pass 1,
+which only counts key events, and pass 2, which writes rows) is identical on every run, and memory is
+bounded by the batch (plus the key ids of all links, 8 bytes each, in pass 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["SynthBatch", "SynthConfig", "Structure", "key_counts", "key_rows", "structures", "synth_batches"]
+
+I64 = npt.NDArray[np.int64]
+
+_STRUCTURE, _VECTORS, _TEXT, _KEYS = 0, 1, 2, 3  # generator streams
+
+_CONSONANTS = "bcdfghjklmnprstvwxz"  # 19
+_VOWELS = "aeiouy"                    # 6 -> 114 syllables
+_SYLLABLES = [c + v for c in _CONSONANTS for v in _VOWELS]
+_STOP_WORDS = ("the of and in to a was is for on as by with from at that his he it an which were are its "
+               "be this first also or who their after has had").split()
+# (type, share of keys) — the offline extractor's mix on the bench sets.
+_TYPES = (("topic", 45), ("person", 25), ("location", 17), ("organization", 9), ("time", 4))
+
+
+def _word(n: int) -> str:
+    """A pronounceable pseudo-word, distinct for every n >= 0 (bijective base-114 syllables)."""
+    out = []
+    n += 1
+    while n > 0:
+        n, r = divmod(n - 1, len(_SYLLABLES))
+        out.append(_SYLLABLES[r])
+    return "".join(reversed(out))
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    events: int
+    dim: int = 512
+    seed: int = 7
+    batch_chunks: int = 2000
+    zipf_q: float = 8.0
+    key_universe_factor: int = 20
+    filler_words: int = 5000
+
+    def __post_init__(self) -> None:
+        if self.events < 1:
+            raise ValueError(f"events must be >= 1, got {self.events}")
+        if not 1 <= self.dim <= 2000:
+            raise ValueError(f"dim must be in 1..2000 (HNSW), got {self.dim}")
+
+    @property
+    def key_universe(self) -> int:
+        return max(1000, self.key_universe_factor * self.events)
+
+    def draw_keys(self, rng: np.random.Generator, n: int) -> I64:
+        """n key ids (= popularity ranks, 1 first) with P(r) ∝ 1 / (r + q): floor of the inverse CDF of the
+        density 1 / (x + q) on [1, U + 1)."""
+        q, universe = self.zipf_q, self.key_universe
+        span = np.log((universe + 1 + q) / (1 + q))
+        ranks = np.floor((1 + q) * np.exp(rng.random(n) * span) - q).astype(np.int64)
+        return np.clip(ranks, 1, universe)
+
+    @cached_property
+    def filler_cdf(self) -> npt.NDArray[np.float64]:
+        cdf = np.cumsum(1.0 / np.arange(1, self.filler_words + 1, dtype=np.float64))
+        return cdf / cdf[-1]
+
+    @cached_property
+    def filler(self) -> list[str]:
+        words = list(_STOP_WORDS)
+        n = 0
+        while len(words) < self.filler_words:
+            # Filler words end in "n", key names never do: the two vocabularies stay apart.
+            words.append(_word(n) + "n")
+            n += 1
+        return words[: self.filler_words]
+
+
+@dataclass(frozen=True)
+class Structure:
+    """Ids and links of one batch (ids are global and 1-based; document id = chunk id)."""
+
+    batch: int
+    chunk_ids: I64
+    event_ids: I64
+    event_chunk: I64        # chunk id of each event
+    event_ordinal: npt.NDArray[np.int32]  # position of the event in its chunk
+    link_event: I64         # event_keys, one row per (event, key)
+    link_key: I64
+    link_count: npt.NDArray[np.int32]
+
+
+def structures(config: SynthConfig) -> Iterator[Structure]:
+    """The batches' structure, in order, until ``config.events`` events (the last chunk may be short)."""
+    chunk_next, event_next, batch = 1, 1, 0
+    universe = config.key_universe
+    while event_next <= config.events:
+        rng = np.random.default_rng([config.seed, _STRUCTURE, batch])
+        per_chunk = rng.integers(2, 6, size=config.batch_chunks)
+        remaining = config.events - event_next + 1
+        cum = np.cumsum(per_chunk)
+        if cum[-1] >= remaining:  # the last batch: cut at exactly config.events
+            n = int(np.searchsorted(cum, remaining)) + 1
+            per_chunk = per_chunk[:n].copy()
+            per_chunk[-1] -= int(cum[n - 1] - remaining)
+        n_chunks, n_events = len(per_chunk), int(per_chunk.sum())
+        chunk_ids = np.arange(chunk_next, chunk_next + n_chunks, dtype=np.int64)
+        event_ids = np.arange(event_next, event_next + n_events, dtype=np.int64)
+        event_chunk = np.repeat(chunk_ids, per_chunk)
+        starts = np.repeat(np.cumsum(per_chunk) - per_chunk, per_chunk)
+        event_ordinal = (np.arange(n_events) - starts).astype(np.int32)
+        per_event = rng.integers(2, 7, size=n_events)
+        draws = config.draw_keys(rng, int(per_event.sum()))
+        pairs, counts = np.unique(np.repeat(event_ids, per_event) * (universe + 1) + draws, return_counts=True)
+        yield Structure(
+            batch=batch, chunk_ids=chunk_ids, event_ids=event_ids, event_chunk=event_chunk,
+            event_ordinal=event_ordinal, link_event=pairs // (universe + 1), link_key=pairs % (universe + 1),
+            link_count=counts.astype(np.int32),
+        )
+        chunk_next += n_chunks
+        event_next += n_events
+        batch += 1
+
+
+def key_counts(config: SynthConfig) -> tuple[I64, I64]:
+    """Pass 1: the keys that occur (ascending ids) and their number of events."""
+    ids, counts = np.unique(np.concatenate([s.link_key for s in structures(config)]), return_counts=True)
+    return ids.astype(np.int64), counts.astype(np.int64)
+
+
+def key_type(key_ids: I64) -> list[str]:
+    bucket = (key_ids * 2654435761) % 100
+    names = np.empty(len(key_ids), dtype=object)
+    low = 0
+    for name, share in _TYPES:
+        names[(bucket >= low) & (bucket < low + share)] = name
+        low += share
+    return list(names)
+
+
+def key_name(key_id: int, type_: str) -> str:
+    if type_ == "time":
+        return str(key_id)
+    word = _word(key_id)
+    return word if type_ == "topic" else word.capitalize()
+
+
+@dataclass(frozen=True)
+class KeyRows:
+    ids: I64
+    types: list[str]
+    names: list[str]
+    event_counts: I64
+    embeddings: npt.NDArray[np.float32] | None  # string keys only
+
+
+def _unit(rng: np.random.Generator, n: int, dim: int) -> npt.NDArray[np.float32]:
+    vectors = rng.standard_normal((n, dim), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors
+
+
+def key_rows(config: SynthConfig, used: tuple[I64, I64], *,
+             batch_keys: int = 20000) -> Iterator[tuple[KeyRows, KeyRows]]:
+    """The keys of :func:`key_counts`, in batches: (string keys with embeddings, time keys)."""
+    all_ids, all_counts = used
+    for b, start in enumerate(range(0, len(all_ids), batch_keys)):
+        ids = all_ids[start:start + batch_keys]
+        counts = all_counts[start:start + batch_keys]
+        types = key_type(ids)
+        is_time = np.array([t == "time" for t in types], dtype=bool)
+        rng = np.random.default_rng([config.seed, _KEYS, b])
+        groups = []
+        for mask, with_vectors in ((~is_time, True), (is_time, False)):
+            sub = ids[mask]
+            sub_types = [t for t, m in zip(types, mask) if m]
+            groups.append(KeyRows(
+                ids=sub, types=sub_types, names=[key_name(int(i), t) for i, t in zip(sub, sub_types)],
+                event_counts=counts[mask], embeddings=_unit(rng, len(sub), config.dim) if with_vectors else None,
+            ))
+        yield groups[0], groups[1]
+
+
+@dataclass(frozen=True)
+class SynthBatch:
+    structure: Structure
+    event_titles: list[str]
+    event_contents: list[str]
+    chunk_contents: list[str]
+    chunk_tokens: list[str]
+    chunk_token_counts: npt.NDArray[np.int32]
+    event_embeddings: npt.NDArray[np.float32]
+    chunk_embeddings: npt.NDArray[np.float32]
+
+
+def _batch(config: SynthConfig, s: Structure) -> SynthBatch:
+    n_events = len(s.event_ids)
+    rng = np.random.default_rng([config.seed, _TEXT, s.batch])
+    per_event = rng.integers(12, 25, size=n_events)
+    filler_ids = np.searchsorted(config.filler_cdf, rng.random(int(per_event.sum())), side="right")
+    filler_ids = np.minimum(filler_ids, config.filler_words - 1)
+    filler = config.filler
+    # Key names of each event, in link order (links are sorted by event id).
+    first = int(s.event_ids[0])
+    key_ids = np.unique(s.link_key)
+    names = dict(zip(key_ids.tolist(), (key_name(k, t) for k, t in zip(key_ids.tolist(), key_type(key_ids)))))
+    event_keys: list[list[str]] = [[] for _ in range(n_events)]
+    for e, k, c in zip(s.link_event.tolist(), s.link_key.tolist(), s.link_count.tolist()):
+        event_keys[e - first].extend([names[k]] * c)
+    titles, contents = [], []
+    offsets = np.concatenate([[0], np.cumsum(per_event)]).tolist()
+    fill = [filler[i] for i in filler_ids.tolist()]
+    for i, keys in enumerate(event_keys):
+        words = fill[offsets[i]:offsets[i + 1]]
+        # Key names spread through the filler, as entities are through a sentence.
+        sentence = []
+        for j, w in enumerate(words):
+            sentence.append(w)
+            if j % 3 == 1 and keys:
+                sentence.append(keys.pop())
+        sentence.extend(keys)
+        text = " ".join(sentence)
+        contents.append(text[0].upper() + text[1:] + ".")
+        titles.append(" ".join(sentence[:6]))
+    chunk_contents, chunk_tokens, token_counts = [], [], []
+    ordinal = s.event_ordinal.tolist()
+    current: list[str] = []
+    for i in range(n_events):
+        if ordinal[i] == 0 and current:
+            chunk_contents.append(" ".join(current))
+            current = []
+        current.append(contents[i])
+    chunk_contents.append(" ".join(current))
+    for text in chunk_contents:
+        tokens = text.lower().replace(".", "").split()
+        chunk_tokens.append(" ".join(tokens))
+        token_counts.append(len(tokens))
+    vrng = np.random.default_rng([config.seed, _VECTORS, s.batch])
+    return SynthBatch(
+        structure=s, event_titles=titles, event_contents=contents, chunk_contents=chunk_contents,
+        chunk_tokens=chunk_tokens, chunk_token_counts=np.asarray(token_counts, dtype=np.int32),
+        event_embeddings=_unit(vrng, n_events, config.dim), chunk_embeddings=_unit(vrng, len(s.chunk_ids), config.dim),
+    )
+
+
+def synth_batches(config: SynthConfig) -> Iterator[SynthBatch]:
+    """Pass 2: every batch with its texts and embeddings."""
+    for s in structures(config):
+        yield _batch(config, s)

@@ -1,0 +1,74 @@
+"""`sag-pg ask`: a question answered from the knowledge base, with the chunks it cites."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from ._common import AppContext, echo_json, pass_app
+
+
+@click.command()
+@click.argument("question")
+@click.option("--mode", type=click.Choice(["fast", "normal", "deep"]), default="fast", show_default=True,
+              help="fast: search, then answer. normal: the LLM rewrites the question first. "
+              "deep: a plan of sub-questions, searched step by step (see --max-rounds).")
+@click.option("--source", "sources", multiple=True, help="Source to search (repeatable). Default: default.")
+@click.option("--all-sources", is_flag=True, help="Search every source.")
+@click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Chunks the answer is written from.")
+@click.option("--max-rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Deep mode: plans (the first and the ReAct re-plans).")
+@click.option("--max-llm-calls", type=click.IntRange(min=2), default=30, show_default=True,
+              help="Deep mode: LLM calls in all.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer, citations, evidence (and trace) as JSON.")
+@click.option("--quiet", is_flag=True, help="Deep mode: print the answer without the trace.")
+@pass_app
+def ask(app: AppContext, question: str, mode: str, sources: tuple[str, ...], all_sources: bool, top_n: int,
+        max_rounds: int, max_llm_calls: int, as_json: bool, quiet: bool) -> None:
+    """Answer a question from the knowledge base, citing the chunks it used (needs SAG_LLM).
+
+    Example:
+
+        sag-pg ask "When was the iPhone unveiled?" --source demo --mode deep
+    """
+    from ..answer import ask as ask_question
+    from ..answer import print_trace
+
+    source: list[str] | None = None if all_sources else (list(sources) or ["default"])
+    deep: dict[str, Any] = {"max_rounds": max_rounds, "max_llm_calls": max_llm_calls} if mode == "deep" else {}
+    answer = ask_question(app.sag(), question, mode=mode, source=source, top_n=top_n, **deep)
+    if as_json:
+        echo_json(answer.to_dict())
+        return
+    console = Console()
+    trace = getattr(answer, "trace", None)
+    if trace is not None and not quiet:
+        print_trace(console, trace)
+        console.print()
+    print_answer(console, answer)
+
+
+def print_answer(console: Console, answer: Any) -> None:
+    """The answer, a warning when the evidence falls short, the cited chunks and any notes."""
+    console.print(escape(answer.text), highlight=False)
+    if not answer.sufficient:
+        missing = f": {answer.missing}" if answer.missing else ""
+        console.print(f"[yellow]insufficient evidence{escape(missing)}[/yellow]", highlight=False)
+    if answer.citations:
+        console.print("\n[bold]sources[/bold]")
+        for cited in answer.citations:
+            title = textwrap.shorten(cited.title or cited.document_title or "", width=80, placeholder=" …")
+            console.print(f"  [cyan]\\[{cited.chunk_id}][/cyan] {escape(cited.document_uri)}  {escape(title)}",
+                          highlight=False)
+    for note in answer.notes:
+        console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
+    usage = answer.usage
+    if usage:
+        console.print(f"[dim]{answer.mode} mode · {usage.get('calls', 0)} LLM requests · "
+                      f"{usage.get('prompt_tokens', 0)} + {usage.get('completion_tokens', 0)} tokens[/dim]",
+                      highlight=False)
