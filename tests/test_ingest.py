@@ -140,3 +140,14 @@ def test_bulk_mode_rebuilds_the_vector_indexes(sag: SAG, db_conn: psycopg.Connec
     assert report.documents == 20 and "index" in report.timings
     hnsw = db_conn.execute("select count(*) from pg_indexes where schemaname = 'sag' and indexname like '%hnsw'")
     assert hnsw.fetchone() == (3,)
+
+
+def test_spellings_of_one_name_converge_on_one_key(sag: SAG, db_conn: psycopg.Connection) -> None:
+    sag.ingest_text("# A\n\nThe company 302.AI launched an API gateway in 2023.", uri="a")
+    sag.ingest_text("# B\n\nDevelopers praised 302AI for its pricing.", uri="b")
+    sag.ingest_text("# C\n\nThe founders of AI302 met in Shenzhen.", uri="c")
+    rows = db_conn.execute(
+        "select k.id, k.event_count from sag.keys k where sag.key_signature(k.normalized) = '302 ai'").fetchall()
+    assert len(rows) == 1, rows
+    assert rows[0][1] == 3  # one event of each document links to it
+    assert violations(db_conn) == {}

@@ -25,7 +25,8 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["SynthBatch", "SynthConfig", "Structure", "key_counts", "key_rows", "structures", "synth_batches"]
+__all__ = ["KeyRows", "Structure", "SynthBatch", "SynthConfig", "key_counts", "key_rows", "make_batch", "structures",
+           "synth_batches"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -211,7 +212,8 @@ class SynthBatch:
     chunk_embeddings: npt.NDArray[np.float32]
 
 
-def _batch(config: SynthConfig, s: Structure) -> SynthBatch:
+def make_batch(config: SynthConfig, s: Structure) -> SynthBatch:
+    """Texts and embeddings of one batch (pass 2)."""
     n_events = len(s.event_ids)
     rng = np.random.default_rng([config.seed, _TEXT, s.batch])
     per_event = rng.integers(12, 25, size=n_events)
@@ -264,4 +266,4 @@ def _batch(config: SynthConfig, s: Structure) -> SynthBatch:
 def synth_batches(config: SynthConfig) -> Iterator[SynthBatch]:
     """Pass 2: every batch with its texts and embeddings."""
     for s in structures(config):
-        yield _batch(config, s)
+        yield make_batch(config, s)

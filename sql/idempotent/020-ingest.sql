@@ -50,7 +50,8 @@ comment on function sag.source_ids(text[]) is
 
 -- The existing key each new (type, normalized value) should converge on, NULL for a new key; one row per
 -- input position.  Order of preference: exact match of the same type; exact match of another type (when
--- across_types); for strings, the most similar same-type key by trigram similarity, then by embedding.
+-- across_types); for strings, a same-type key with the same sag.key_signature ("302ai" ~ "ai302"), then the
+-- most similar same-type key by trigram similarity, then by embedding.
 -- Set-based (one statement for a whole document) because a per-key function call cost ~0.2 ms each.
 create or replace function sag._match_keys(
     p_source_id bigint, types text[], normalized text[], value_strings text[], embeddings vector[],
@@ -62,7 +63,7 @@ set search_path = sag, public, pg_catalog
 -- the threshold); the indexes are always the right way in.
 set enable_seqscan = off
 as $$
-    select u.n::int, coalesce(exact.id, other_type.id, fuzzy.id, near.id)
+    select u.n::int, coalesce(exact.id, other_type.id, reordered.id, fuzzy.id, near.id)
       from unnest(types, normalized, value_strings, embeddings) with ordinality as u(type, norm, vs, emb, n)
       left join lateral (
           select k.id from sag.keys k
@@ -72,18 +73,25 @@ as $$
            where exact.id is null and across_types and u.vs is not null
              and k.source_id = p_source_id and k.normalized = u.norm and k.value_string is not null
            order by k.event_count desc, k.id limit 1) other_type on true
+      left join lateral (
+          select k.id from sag.keys k
+           where exact.id is null and other_type.id is null and u.vs is not null
+             and k.source_id = p_source_id and k.type = u.type
+             and sag.key_signature(k.normalized) = sag.key_signature(u.norm)
+           order by k.event_count desc, k.id limit 1) reordered on true
       -- offset 0 keeps the source/type filters outside, so the trigram GIN index drives the lookup.
       left join lateral (
           select c.id from (
               select k.id, k.source_id, k.type, similarity(k.normalized, u.norm) as sim from sag.keys k
-               where exact.id is null and other_type.id is null and trgm_threshold is not null
+               where exact.id is null and other_type.id is null and reordered.id is null
+                 and trgm_threshold is not null
                  and u.vs is not null and k.normalized % u.norm offset 0) c
            where c.source_id = p_source_id and c.type = u.type and c.sim >= trgm_threshold
            order by c.sim desc, c.id limit 1) fuzzy on true
       left join lateral (
           select c.id from (
               select k.id, k.embedding <=> u.emb as distance from sag.keys k
-               where exact.id is null and other_type.id is null and fuzzy.id is null
+               where exact.id is null and other_type.id is null and reordered.id is null and fuzzy.id is null
                  and vector_threshold is not null and u.emb is not null
                  and k.source_id = p_source_id and k.type = u.type and k.embedding is not null
                order by k.embedding <=> u.emb limit 1) c

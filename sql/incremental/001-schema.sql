@@ -92,6 +92,13 @@ create table sag.keys (
     constraint keys_one_per_meaning unique (source_id, type, normalized)
 ) with (fillfactor = 70);  -- room for HOT updates of event_count, which would otherwise touch the HNSW index
 create index keys_source_normalized_idx on sag.keys (source_id, normalized);
+-- The key's letter and digit runs, sorted: "302ai" and "ai302" share the signature "302 ai".
+create function sag.key_signature(normalized text) returns text
+language sql immutable parallel safe strict
+return (select string_agg(m[1], ' ' order by m[1]) from regexp_matches(normalized, '([0-9]+|[^0-9]+)', 'g') m);
+comment on function sag.key_signature(text) is
+    'Order-free form of a normalized key: its digit and non-digit runs, sorted ("ai302" -> "302 ai").';
+create index keys_signature_idx on sag.keys (source_id, type, sag.key_signature(normalized));
 create index keys_normalized_trgm_idx on sag.keys using gin (normalized gin_trgm_ops) with (fastupdate = off);
 create index keys_type_number_idx on sag.keys (source_id, type, value_number) where value_number is not null;
 

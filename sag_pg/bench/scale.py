@@ -1,0 +1,294 @@
+"""The scale benchmark: a synthetic corpus (:mod:`.synth`) bulk-loaded with binary COPY into a fresh
+database, the HNSW indexes built after the load, then fast-search latency against a plain pgvector probe.
+
+Per size: the bulk-load rate (events/s over pass 1, keys, documents, chunks, events and links, committed
+per batch; the index build and ANALYZE are timed apart), the database size, p50/p95 of
+:func:`sag_pg.search.retrieve` (the fast search: every SQL stage, PageRank and the hit details) over
+``queries`` questions, p50/p95 of ``select id from sag.events order by embedding <=> q limit 10`` for the
+same query vectors (the floor), the ratio of the p50s, and the Python process's peak RSS.
+
+A question is built from a random event: the embeddings of up to two of its string keys plus noise
+(cosine ~0.6 to each, so ``match_keys`` finds seeds as with a real question), and their names plus three
+filler words (stop words included) as tokens.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from ..config import Settings
+from ..db import migrate
+from ..db.connection import resolve_dsn
+from ..search.retrieve import retrieve
+from .database import bench_database_name, temporary_database
+from .metrics import percentile
+from .pgcopy import HEADER, TRAILER, binary_rows
+from .synth import Structure, SynthConfig, key_counts, key_rows, make_batch, structures
+
+__all__ = ["TARGETS", "ScaleResult", "load", "measure", "run_scale"]
+
+SOURCE_ID = 1
+# The issue's targets: fast-search p50 at 1 M events, its ratio to the HNSW probe, the bulk-load rate.
+TARGETS = {"p50_ms_at_1m": 50.0, "ratio": 10.0, "events_per_s": 20_000.0}
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+T = TypeVar("T")
+
+_COLUMNS = {
+    "documents": ("id", "source_id", "uri", "title", "content", "content_hash"),
+    "chunks": ("id", "document_id", "source_id", "ordinal", "start_line", "end_line", "token_count", "embedding",
+               "title", "content", "tokens"),
+    "events": ("id", "chunk_id", "document_id", "source_id", "ordinal", "embedding", "title", "content"),
+    "event_keys": ("event_id", "key_id", "count"),
+    "chunk_keys": ("chunk_id", "key_id", "count"),
+    "keys": ("id", "source_id", "event_count", "embedding", "type", "name", "normalized", "value_string"),
+    "time_keys": ("id", "source_id", "event_count", "value_number", "type", "name", "normalized"),
+}
+_BATCH_TABLES = ("documents", "chunks", "events", "event_keys", "chunk_keys")
+_PROBE = "select id from sag.events order by embedding <=> %b limit 10"
+_QUERY_KEYS = """
+select ek.event_id, k.name, k.embedding
+  from sag.event_keys ek join sag.keys k on k.id = ek.key_id
+ where ek.event_id = any(%s) and k.embedding is not null
+ order by ek.event_id, k.id"""
+
+
+@dataclass
+class ScaleResult:
+    events: int
+    dim: int
+    chunks: int = 0
+    keys: int = 0
+    event_keys: int = 0
+    chunk_keys: int = 0
+    load_seconds: float = 0.0
+    index_seconds: float = 0.0
+    analyze_seconds: float = 0.0
+    db_size_bytes: int = 0
+    queries: int = 0
+    search_p50_ms: float = 0.0
+    search_p95_ms: float = 0.0
+    hnsw_p50_ms: float = 0.0
+    hnsw_p95_ms: float = 0.0
+    stage_p50_ms: dict[str, float] = field(default_factory=dict)
+    peak_rss_mb: float = 0.0
+    database: str | None = None
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.load_seconds if self.load_seconds else 0.0
+
+    @property
+    def ratio(self) -> float:
+        return self.search_p50_ms / self.hnsw_p50_ms if self.hnsw_p50_ms else float("inf")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+        data["stage_p50_ms"] = {k: round(v, 2) for k, v in self.stage_p50_ms.items()}
+        data["events_per_s"] = round(self.events_per_s)
+        data["ratio"] = round(self.ratio, 2)
+        if data["database"] is None:
+            del data["database"]
+        return data
+
+
+# ------------------------------------------------------------------------------------------------ load
+
+
+def _batch_payloads(config: SynthConfig, s: Structure) -> dict[str, bytes]:
+    batch = make_batch(config, s)
+    n_chunks = len(s.chunk_ids)
+    source = np.full(n_chunks, SOURCE_ID, dtype=np.int64)
+    ids = s.chunk_ids.tolist()
+    # chunk_keys: the links summed per (chunk, key), as sag.store_document does.
+    universe = config.key_universe + 1
+    combos, inverse = np.unique(s.event_chunk[s.link_event - s.event_ids[0]] * universe + s.link_key,
+                                return_inverse=True)
+    return {
+        "documents": binary_rows(
+            [("int8", s.chunk_ids), ("int8", source)],
+            [[f"synthetic://doc/{i}" for i in ids], [f"Document {i}" for i in ids], batch.chunk_contents,
+             [f"{i:x}" for i in ids]]),
+        "chunks": binary_rows(
+            [("int8", s.chunk_ids), ("int8", s.chunk_ids), ("int8", source), ("int4", np.zeros(n_chunks)),
+             ("int4", np.ones(n_chunks)), ("int4", np.ones(n_chunks)), ("int4", batch.chunk_token_counts),
+             ("vector", batch.chunk_embeddings)],
+            [[""] * n_chunks, batch.chunk_contents, batch.chunk_tokens]),
+        "events": binary_rows(
+            [("int8", s.event_ids), ("int8", s.event_chunk), ("int8", s.event_chunk),
+             ("int8", np.full(len(s.event_ids), SOURCE_ID)), ("int4", s.event_ordinal),
+             ("vector", batch.event_embeddings)],
+            [batch.event_titles, batch.event_contents]),
+        "event_keys": binary_rows([("int8", s.link_event), ("int8", s.link_key), ("int4", s.link_count)]),
+        "chunk_keys": binary_rows([("int8", combos // universe), ("int8", combos % universe),
+                                   ("int4", np.bincount(inverse, weights=s.link_count))]),
+    }
+
+
+def _key_payloads(config: SynthConfig, used: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+                  ) -> Iterator[dict[str, bytes]]:
+    for strings, times in key_rows(config, used):
+        yield {
+            "keys": binary_rows(
+                [("int8", strings.ids), ("int8", np.full(len(strings.ids), SOURCE_ID)),
+                 ("int4", strings.event_counts), ("vector", strings.embeddings)],
+                [strings.types, strings.names, [n.lower() for n in strings.names], strings.names]),
+            "time_keys": binary_rows(
+                [("int8", times.ids), ("int8", np.full(len(times.ids), SOURCE_ID)), ("int4", times.event_counts),
+                 ("float8", times.ids.astype(np.float64))],
+                [times.types, times.names, times.names]),
+        }
+
+
+def _copy(conn: psycopg.Connection, table: str, payload: bytes) -> None:
+    target = "keys" if table == "time_keys" else table
+    statement = sql.SQL("copy {} ({}) from stdin (format binary)").format(
+        sql.Identifier("sag", target), sql.SQL(", ").join(map(sql.Identifier, _COLUMNS[table])))
+    with conn.cursor() as cur, cur.copy(statement) as copy:
+        copy.write(HEADER + payload + TRAILER)
+
+
+def _ahead(items: Iterator[T], build: Callable[[T], Any]) -> Iterator[tuple[T, Any]]:
+    """(item, build(item)) in order, the next one built in a thread while the caller loads this one."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = None
+        for item in items:
+            future = pool.submit(build, item)
+            if pending is not None:
+                yield pending[0], pending[1].result()
+            pending = (item, future)
+        if pending is not None:
+            yield pending[0], pending[1].result()
+
+
+def load(conn: psycopg.Connection, config: SynthConfig, progress: Progress) -> ScaleResult:
+    """Bind the embedder, load the corpus with the HNSW indexes dropped, rebuild them, ANALYZE."""
+    result = ScaleResult(events=config.events, dim=config.dim)
+    conn.execute("select sag.bind_embedder(%s, %s)", [f"hash-v1:{config.dim}", config.dim])
+    conn.execute("select sag.drop_vector_indexes()")
+    conn.execute("insert into sag.sources (id, name) overriding system value values (%s, 'default')", [SOURCE_ID])
+    conn.execute("set synchronous_commit = off")
+    conn.commit()
+
+    started = time.perf_counter()
+    used = key_counts(config)
+    result.keys = len(used[0])
+    for payloads in _key_payloads(config, used):
+        for table, data in payloads.items():
+            _copy(conn, table, data)
+        conn.commit()
+    loaded = 0
+    for s, payloads in _ahead(structures(config), lambda s: _batch_payloads(config, s)):
+        for table in _BATCH_TABLES:
+            _copy(conn, table, payloads[table])
+        conn.commit()
+        loaded += len(s.event_ids)
+        result.chunks += len(s.chunk_ids)
+        result.event_keys += len(s.link_event)
+        progress("load", loaded, config.events)
+    for table in ("sources", "documents", "chunks", "events", "keys"):  # later inserts continue after ours
+        conn.execute(sql.SQL("select setval(pg_get_serial_sequence({}, 'id'), (select max(id) from {}))").format(
+            sql.Literal(f"sag.{table}"), sql.Identifier("sag", table)))
+    conn.commit()
+    result.load_seconds = time.perf_counter() - started
+
+    progress("index", 0, 1)
+    started = time.perf_counter()
+    # Room for the largest HNSW graph in memory: pgvector builds much more slowly once it spills.
+    need_mb = int(config.events * (4 * config.dim + 400) * 1.3 / 2**20) + 64
+    conn.execute(sql.SQL("set maintenance_work_mem = {}").format(sql.Literal(f"{min(max(need_mb, 256), 8192)}MB")))
+    conn.execute("select sag.create_vector_indexes()")
+    conn.commit()
+    result.index_seconds = time.perf_counter() - started
+    progress("index", 1, 1)
+    started = time.perf_counter()
+    conn.execute("analyze")
+    conn.commit()
+    result.analyze_seconds = time.perf_counter() - started
+    row = conn.execute("select count(*), pg_database_size(current_database()) from sag.chunk_keys").fetchone()
+    assert row is not None
+    result.chunk_keys, result.db_size_bytes = int(row[0]), int(row[1])
+    conn.commit()
+    return result
+
+
+# ------------------------------------------------------------------------------------------- measure
+
+
+def questions(conn: psycopg.Connection, config: SynthConfig, n: int
+              ) -> list[tuple[npt.NDArray[np.float32], list[str]]]:
+    """n (query vector, tokens) pairs, each about a random event (see the module docstring)."""
+    rng = np.random.default_rng([config.seed, 9])
+    events = rng.choice(config.events, size=n, replace=n > config.events) + 1
+    by_event: dict[int, list[tuple[str, np.ndarray]]] = {}
+    for event_id, name, embedding in conn.execute(_QUERY_KEYS, [events.tolist()]).fetchall():
+        values = embedding.to_numpy() if hasattr(embedding, "to_numpy") else embedding  # pgvector Vector
+        by_event.setdefault(int(event_id), []).append((name, np.asarray(values, dtype=np.float32)))
+    out = []
+    for event_id in events.tolist():
+        keys = by_event.get(event_id, [])
+        picked = [keys[i] for i in rng.permutation(len(keys))[:2]]
+        noise = rng.standard_normal(config.dim).astype(np.float32)
+        vector = sum((v for _, v in picked), np.zeros(config.dim, dtype=np.float32)) \
+            + 0.7 * noise / np.linalg.norm(noise)
+        filler = np.searchsorted(config.filler_cdf, rng.random(3), side="right")
+        tokens = [name.lower() for name, _ in picked] + [config.filler[min(i, len(config.filler) - 1)] for i in filler]
+        out.append(((vector / np.linalg.norm(vector)).astype(np.float32), tokens))
+    return out
+
+
+def measure(conn: psycopg.Connection, config: SynthConfig, result: ScaleResult, *, queries: int = 50,
+            warmup: int = 10, progress: Progress) -> None:
+    """Fast search and the HNSW probe for the same questions (after ``warmup`` others), into ``result``."""
+    asked = questions(conn, config, queries + warmup)
+    search_ms: list[float] = []
+    probe_ms: list[float] = []
+    stages: dict[str, list[float]] = {}
+    for i, (vector, tokens) in enumerate(asked):
+        started = time.perf_counter()
+        found = retrieve(conn, vector, tokens, source_ids=[SOURCE_ID], top_n=10)
+        searched = time.perf_counter()
+        conn.execute(_PROBE, [vector]).fetchall()
+        probed = time.perf_counter()
+        if i >= warmup:
+            search_ms.append((searched - started) * 1000.0)
+            probe_ms.append((probed - searched) * 1000.0)
+            for stage, ms in found.timings_ms.items():
+                stages.setdefault(stage, []).append(ms)
+            progress("search", i + 1 - warmup, queries)
+    result.queries = len(search_ms)
+    result.search_p50_ms, result.search_p95_ms = percentile(search_ms, 50), percentile(search_ms, 95)
+    result.hnsw_p50_ms, result.hnsw_p95_ms = percentile(probe_ms, 50), percentile(probe_ms, 95)
+    result.stage_p50_ms = {stage: percentile(ms, 50) for stage, ms in stages.items() if stage != "total"}
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def run_scale(settings: Settings, config: SynthConfig, *, queries: int = 50, keep: bool = False,
+              progress: Progress = lambda stage, done, total: None) -> ScaleResult:
+    """Load ``config`` into ``sag_bench_scale_<events>_<pid>`` on the configured server and measure it."""
+    name = f"scale_{config.events}"
+    with temporary_database(resolve_dsn(settings), name, keep=keep) as dsn:
+        migrate.upgrade(dsn)
+        with psycopg.connect(dsn) as conn:
+            result = load(conn, config, progress)
+            conn.autocommit = True
+            register_vector(conn)
+            measure(conn, config, result, queries=queries, progress=progress)
+    result.peak_rss_mb = peak_rss_mb()
+    result.database = bench_database_name(name) if keep else None
+    return result
