@@ -7,6 +7,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from psycopg.types.json import Jsonb
+
 from .config import Settings
 from .db.connection import Database, raw_connect, resolve_dsn
 from .db.status import database_status
@@ -164,6 +166,31 @@ class SAG:
             result.timings_ms["rewrite"] = rewrite.seconds * 1000.0
             result.rewrite = rewrite  # type: ignore[attr-defined]
         return result
+
+    def configure_source(self, name: str, *, key_types: dict[str, float] | None = None,
+                         synonyms: dict[str, str] | None = None, alignment: dict[str, Any] | None = None,
+                         replace: bool = False) -> dict[str, Any]:
+        """Set a source's key types (type → weight), synonym table (alias → canonical name) and key alignment
+        thresholds (``{"trigram": 0.9, "vector": 0.95, "across_types": true}``; null disables a test).
+        Settings are merged into the existing ones unless ``replace``. Returns the resulting config."""
+        patch: dict[str, Any] = {}
+        if key_types is not None:
+            patch["key_types"] = {str(k).strip().lower(): float(v) for k, v in key_types.items()}
+        if synonyms is not None:
+            patch["synonyms"] = {str(k): str(v) for k, v in synonyms.items()}
+        if alignment is not None:
+            unknown = set(alignment) - {"trigram", "vector", "across_types"}
+            if unknown:
+                raise ConfigError(f"unknown alignment settings {sorted(unknown)}: use trigram, vector, across_types")
+            patch["alignment"] = alignment
+        with self.db.transaction() as conn:
+            source_id = store.ensure_source(conn, name)
+            row = conn.execute(
+                "update sag.sources set config = case when %s then %s::jsonb else config || %s::jsonb end "
+                "where id = %s returning config",
+                [replace, Jsonb(patch), Jsonb(patch), source_id],
+            ).fetchone()
+        return dict(row[0]) if row else {}
 
     # -- information -----------------------------------------------------------------------------
 

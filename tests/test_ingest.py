@@ -151,3 +151,13 @@ def test_spellings_of_one_name_converge_on_one_key(sag: SAG, db_conn: psycopg.Co
     assert len(rows) == 1, rows
     assert rows[0][1] == 3  # one event of each document links to it
     assert violations(db_conn) == {}
+
+
+def test_source_synonyms_and_key_types(sag: SAG, db_conn: psycopg.Connection) -> None:
+    config = sag.configure_source("default", synonyms={"Big Blue": "IBM"}, key_types={"person": 1, "topic": 0.5})
+    assert config["synonyms"] == {"Big Blue": "IBM"} and set(config["key_types"]) == {"person", "topic"}
+    sag.ingest_text("# IBM\n\nIBM built the System/360 in 1964.", uri="a")
+    sag.ingest_text("# Mainframes\n\nBig Blue sold the mainframe to banks.", uri="b")
+    normalized = [r[0] for r in db_conn.execute("select normalized from sag.keys where normalized in ('ibm', 'bigblue')")]
+    assert normalized == ["ibm"]
+    assert db_conn.execute("select event_count from sag.keys where normalized = 'ibm'").fetchone()[0] >= 2

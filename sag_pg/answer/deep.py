@@ -139,6 +139,11 @@ class _DeepRun:
 
         before_answer = time.perf_counter()
         evidence = _final_evidence(trace.nodes, top_n)
+        if not evidence:  # no node got to search (the budget): the question's own search, without LLM
+            evidence = list(self.sag.search(self.question, sql=self.sql, mode="fast", source=self.sources,
+                                            top_n=top_n).chunks)
+            if evidence:
+                trace.notes.append("no sub-question found evidence; answered from a search of the question")
         written = answer_from_evidence(self.llm, self.question, evidence, prompt="deep_answer",
                                        prompts_dir=self.prompts_dir, values={"findings": self._findings()},
                                        final=True)

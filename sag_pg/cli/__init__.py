@@ -10,11 +10,11 @@ import click
 from ._common import run_main
 from .db import db
 from .demo import demo
-from .ingest import delete, ingest, sources, stats
+from .ingest import delete, ingest, source, sources, stats
 from .root import cli
 from .search import search
 
-for command in (db, demo, ingest, search, delete, sources, stats):
+for command in (db, demo, ingest, search, delete, source, sources, stats):
     cli.add_command(command)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -115,3 +116,44 @@ def stats(app: AppContext, source: str | None, as_json: bool) -> None:
     click.echo("key types: " + ", ".join(f"{t} {n}" for t, n in data["key_types"].items()))
     if data["prompt_tokens"]:
         click.echo(f"LLM tokens: {data['prompt_tokens']} prompt + {data['completion_tokens']} completion")
+
+
+@click.command("source")
+@click.argument("name")
+@click.option("--key-type", "key_types", multiple=True, metavar="TYPE=WEIGHT",
+              help="A key type the extractor may use, with its weight (repeatable; replaces the list).")
+@click.option("--synonyms", type=click.Path(exists=True, dir_okay=False),
+              help='JSON object {"alias": "canonical name", ...}: aliases converge on the canonical key.')
+@click.option("--align-trigram", type=float, help="Trigram similarity at which a new key joins an existing one.")
+@click.option("--align-vector", type=float, help="Embedding similarity at which a new key joins an existing one.")
+@pass_app
+def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str | None,
+           align_trigram: float | None, align_vector: float | None) -> None:
+    """Show or change a source's settings (key types, synonyms, key alignment); creates the source.
+
+    Example:
+
+        sag-pg source research --key-type person=1 --key-type drug=1 --synonyms synonyms.json
+    """
+    import json
+
+    types = None
+    if key_types:
+        types = {}
+        for item in key_types:
+            type_name, _, weight = item.partition("=")
+            try:
+                types[type_name.strip()] = float(weight or 1.0)
+            except ValueError:
+                raise click.BadParameter(f"{item!r}: expected TYPE=WEIGHT", param_hint="--key-type") from None
+    table = None
+    if synonyms:
+        try:
+            table = json.loads(Path(synonyms).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise click.BadParameter(f"{synonyms}: {exc}", param_hint="--synonyms") from None
+        if not isinstance(table, dict):
+            raise click.BadParameter(f"{synonyms}: expected a JSON object", param_hint="--synonyms")
+    alignment = {k: v for k, v in (("trigram", align_trigram), ("vector", align_vector)) if v is not None} or None
+    config = app.sag().configure_source(name, key_types=types, synonyms=table, alignment=alignment)
+    echo_json({"source": name, "config": config})

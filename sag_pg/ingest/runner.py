@@ -72,6 +72,7 @@ class Ingestor:
         self.preparer = preparer
         self.source = source
         self.alignment = alignment or store.KeyAlignment()
+        self.alignment_from_source = alignment is None  # an explicit alignment wins over the source's config
         self.llm = llm
 
     def run(self, inputs: Iterable[ReadResult], *, on_document: DocumentCallback | None = None) -> IngestReport:
@@ -180,8 +181,11 @@ class Ingestor:
                 [psycopg.types.json.Jsonb(DEFAULT_KEY_TYPES), source_id],
             )
         conn.commit()
-        synonyms = store.source_config(conn, source_id).get("synonyms") or None
+        config = store.source_config(conn, source_id)
         conn.commit()
+        synonyms = config.get("synonyms") or None
+        if self.alignment_from_source and isinstance(config.get("alignment"), dict):
+            self.alignment = store.KeyAlignment(**{**store.KeyAlignment().__dict__, **config["alignment"]})
         if synonyms:
             from ..text.normalize import normalize_synonyms
 
