@@ -223,10 +223,10 @@ def test_the_round_limit_holds(asker: SAG, model: DeepModel, max_rounds: int) ->
     trace = answer.trace
     assert len(trace.rounds) == max_rounds and trace.stopped == "max_rounds"
     assert model.count("plan") == 1 and model.count("check") == max_rounds - 1 and model.count("final") == 1
-    assert [n.key for n in trace.nodes] == ["q1", *[f"r{i}.q1" for i in range(2, max_rounds + 1)]]
+    assert [n.key for n in trace.nodes] == ["q2", *[f"r{i}.q1" for i in range(2, max_rounds + 1)]]
     # Later rounds see what earlier rounds found.
     if max_rounds > 1:
-        assert "q1: Who designed the Difference Engine? -> Charles Babbage" in model.node_prompts["More?"][0]
+        assert "q2: Who designed the Difference Engine? -> Charles Babbage [" in model.node_prompts["More?"][0]
         assert [r.check.answerable for r in trace.rounds[:-1]] == [False] * (max_rounds - 1)
 
 

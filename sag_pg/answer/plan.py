@@ -202,4 +202,5 @@ def _cycle(ids: list[str], edges: list[PlanEdge]) -> list[str]:
         current = parent[current]
     cycle = path[path.index(current):]
     cycle.reverse()  # source -> target order
-    return cycle
+    first = min(range(len(cycle)), key=lambda i: ids.index(cycle[i]))
+    return cycle[first:] + cycle[:first]  # from the node that comes first in the plan
