@@ -137,7 +137,7 @@ def test_fused_weights_and_communities_match_the_hand_computation(db_conn: psyco
     e34 = terms[(min(x["e3"], x["e4"]), max(x["e3"], x["e4"]))]
     assert e34[:3] == pytest.approx((LN3, 0.5163956, 0.0), abs=1e-6)
 
-    assert result.event_count == 6 and result.edge_count == 10
+    assert result.event_count == 6 and result.edge_count == 10 and result.max_key_events == 3
     assert result.key_pairs == 8 and result.semantic_pairs == 8
     assert as_names(x, [c.event_ids for c in result.clusters]) == [["e1", "e2", "e3"], ["e4", "e5", "e6"]]
     assert result.modularity == pytest.approx(0.2698266, abs=1e-6)
@@ -157,7 +157,8 @@ def test_fused_weights_and_communities_match_the_hand_computation(db_conn: psyco
     assert run is not None
     assert run[:3] == (x["source"], 6, 2) and run[3] == pytest.approx(0.2698266, abs=1e-6)
     assert run[4]["params"]["alpha"] == 0.7 and run[4]["selection"] == {"source": "one"}
-    assert run[4]["graph"] == {"key_pairs": 8, "semantic_pairs": 8, "edges": 10}
+    # The default pair budget, 20 × 6 = 120, holds every key (cap = df 3, the largest df worth more than 0).
+    assert run[4]["graph"] == {"max_key_events": 3, "key_pairs": 8, "semantic_pairs": 8, "edges": 10}
     rows = db_conn.execute("select c.ordinal, c.title, c.size, c.top_keys->0->>'name', "
                            "array_agg(ce.event_id order by ce.event_id) from sag.clusters c "
                            "join sag.cluster_events ce on ce.cluster_id = c.id where c.run_id = %s "
@@ -195,6 +196,21 @@ def test_threshold_alpha_and_key_types(db_conn: psycopg.Connection) -> None:
     assert entity.key_pairs == 7
     assert as_names(x, [c.event_ids for c in entity.clusters]) == [["e1", "e2", "e3"], ["e4", "e5", "e6"]]
     assert [k.name for k in entity.clusters[0].top_keys] == ["曹操", "官渡", "袁绍"]
+
+
+def test_pair_budget_sets_the_key_cap(db_conn: psycopg.Connection) -> None:
+    x = build(db_conn)
+    # 1 pair per event = 6 pairs: the df-2 keys (4 pairs) fit, the df-3 keys (6 more) do not: cap 2, and the
+    # key pairs are e1-e2 (曹操), e5-e6 (周瑜), e3-e4 (袁绍), e1-e4 (200年).
+    result = cluster_events(db_conn, EventSelection(source="one"), ClusterParams(key_pairs_per_event=1),
+                            store=False)
+    assert result.max_key_events == 2 and result.key_pairs == 4
+    assert sorted(names(x)[a] + names(x)[b] for a, b, w, *_ in zip(*[
+        getattr(result.pairs, f) for f in ("a", "b", "w_key")]) if w > 0) == ["e1e2", "e1e4", "e3e4", "e5e6"]
+    # An explicit cap wins over the budget.
+    fixed = cluster_events(db_conn, EventSelection(source="one"), ClusterParams(max_key_events=6,
+                                                                               key_pairs_per_event=0), store=False)
+    assert fixed.max_key_events == 6 and fixed.key_pairs == 8
 
 
 def test_without_idf_every_key_counts_one(db_conn: psycopg.Connection) -> None:
@@ -370,6 +386,7 @@ def test_cli_json_and_graphml(committed: dict[str, int], db_dsn: str, tmp_path: 
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["event_count"] == 6 and data["cluster_count"] == 2 and data["edges"] == 10
+    assert data["max_key_events"] == 3
     assert data["modularity"] == pytest.approx(0.2698266, abs=1e-6)
     assert [c["title"] for c in data["clusters"]] == ["曹操 · 官渡 · 袁绍", "周瑜 · 赤壁 · 袁绍"]
     assert data["clusters"][0]["event_ids"] == [x["e1"], x["e2"], x["e3"]]

@@ -97,7 +97,7 @@ class DeepModel:
         if prompt.startswith("You answer one sub-question"):
             question = _between(prompt, "Sub-question:\n")
             self._note("node_answer", question, prompt)
-            cite = evidence_ids(prompt)[0]
+            cite = (evidence_ids(prompt) or ["no evidence"])[0]
             searched = _between(prompt, "Search that was run:\nquery: ", "\n")
             if question in self.unanswered and searched != self.unanswered[question]:
                 return json.dumps({"answer": "not in this evidence", "answered": False,
@@ -106,7 +106,7 @@ class DeepModel:
                                "next_query": "", "next_keys": []})
         if prompt.startswith("Answer the question using the findings"):
             self._note("final", "", prompt)
-            cite = evidence_ids(prompt)[0]
+            cite = (evidence_ids(prompt) or ["no evidence"])[0]
             return json.dumps({"answer": f"In 1843 [{cite}][424242].", "sufficient": True, "missing": ""})
         return Scripted(status=400, body={"error": {"message": f"unexpected prompt: {prompt[:60]}"}})
 
@@ -217,7 +217,7 @@ def test_a_reasked_plan_that_is_valid_is_executed(asker: SAG, model: DeepModel) 
 def test_the_round_limit_holds(asker: SAG, model: DeepModel, max_rounds: int) -> None:  # noqa: F811
     one = {"nodes": [DIAMOND["nodes"][1]], "edges": []}
     model.plans = [one]
-    model.checks = [{"answerable": False, "reason": "need more", "nodes": [{"id": "q1", "question": "More?"}],
+    model.checks = [{"answerable": False, "reason": "need more", "nodes": [{"id": "q1", "question": "When was Babbage born?"}],
                      "edges": []}]
     answer = deep_ask(asker, QUESTION, max_rounds=max_rounds)
     trace = answer.trace
@@ -226,11 +226,11 @@ def test_the_round_limit_holds(asker: SAG, model: DeepModel, max_rounds: int) ->
     assert [n.key for n in trace.nodes] == ["q2", *[f"r{i}.q1" for i in range(2, max_rounds + 1)]]
     # Later rounds see what earlier rounds found.
     if max_rounds > 1:
-        assert "q2: Who designed the Difference Engine? -> Charles Babbage [" in model.node_prompts["More?"][0]
+        assert "q2: Who designed the Difference Engine? -> Charles Babbage [" in model.node_prompts["When was Babbage born?"][0]
         assert [r.check.answerable for r in trace.rounds[:-1]] == [False] * (max_rounds - 1)
 
 
-@pytest.mark.parametrize("max_calls", [2, 5, 9])
+@pytest.mark.parametrize("max_calls", [2, 5, 9, 10])
 def test_the_llm_call_limit_holds(asker: SAG, model: DeepModel, openai_server: FakeOpenAIServer,  # noqa: F811
                                   max_calls: int) -> None:
     model.plans = [{"nodes": DIAMOND["nodes"][:2], "edges": []}]
@@ -241,7 +241,9 @@ def test_the_llm_call_limit_holds(asker: SAG, model: DeepModel, openai_server: F
     assert openai_server.chat_count == trace.llm_calls == max_calls
     assert trace.stopped == "max_llm_calls"
     assert model.count("final") == 1 and answer.text.startswith("In 1843")  # the last call answers
-    assert any(n.status == "budget" for n in trace.nodes)
+    # 9 calls end exactly after round 2 (plan, 2 nodes, check, 1 node = 8, then the answer); the others
+    # stop a node half-way.
+    assert any(n.status == "budget" for n in trace.nodes) == (max_calls != 9)
 
 
 def test_an_unusable_further_plan_ends_the_rounds(asker: SAG, model: DeepModel) -> None:  # noqa: F811

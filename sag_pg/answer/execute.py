@@ -16,16 +16,19 @@ def run_dag(plan: Plan, run: Callable[[str], None], *, parallelism: int = 4) -> 
     Ready nodes start in plan order. If ``run`` raises, no further node starts, the running ones finish,
     and the first exception is re-raised.
     """
+    parallelism = max(1, parallelism)
     parents = {n.id: set(plan.parents(n.id)) for n in plan.nodes}
     order = [n.id for n in plan.nodes]
     done: set[str] = set()
     started: set[str] = set()
     error: BaseException | None = None
-    with ThreadPoolExecutor(max_workers=max(1, parallelism), thread_name_prefix="sag-deep") as pool:
+    with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="sag-deep") as pool:
         running: dict[Future[None], str] = {}
 
         def start_ready() -> None:
             for node_id in order:
+                if len(running) >= parallelism:
+                    break  # the others wait here, not in the pool's queue, so an error can stop them
                 if node_id not in started and parents[node_id] <= done:
                     started.add(node_id)
                     running[pool.submit(run, node_id)] = node_id

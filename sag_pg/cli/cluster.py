@@ -42,8 +42,11 @@ def _event_ids(value: str | None) -> tuple[int, ...] | None:
 @click.option("--key-types", default=None, metavar="T1,T2", help="Only keys of these types (e.g. person,topic).")
 @click.option("--semantic-k", type=click.IntRange(0), default=10, show_default=True,
               help="Nearest events per event for semantic edges (0: keys only).")
-@click.option("--max-key-events", type=click.IntRange(2), default=500, show_default=True,
-              help="Skip keys held by more chosen events than this.")
+@click.option("--max-key-events", type=click.IntRange(1), default=None,
+              help="Skip keys held by more chosen events than this [default: the largest that keeps the key "
+              "pairs within --pairs-per-event × events].")
+@click.option("--pairs-per-event", type=click.FloatRange(0), default=20.0, show_default=True,
+              help="Budget of key pairs per event that sets the default --max-key-events.")
 @click.option("--resolution", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
               help="Louvain resolution (larger: more, smaller clusters).")
 @click.option("--seed", type=int, default=42, show_default=True, help="Louvain random state.")
@@ -57,7 +60,8 @@ def _event_ids(value: str | None) -> tuple[int, ...] | None:
 @pass_app
 def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], since: datetime | None,
             until: datetime | None, key_spec: str | None, event_ids: str | None, alpha: float, threshold: float,
-            no_idf: bool, key_types: str | None, semantic_k: int, max_key_events: int, resolution: float,
+            no_idf: bool, key_types: str | None, semantic_k: int, max_key_events: int | None,
+            pairs_per_event: float, resolution: float,
             seed: int, offline_titles: bool, limit: int, as_json: bool, graphml: Path | None,
             png: Path | None) -> None:
     """Cluster events by shared keys (IDF-weighted) and embeddings, with Louvain, and store the clusters.
@@ -74,7 +78,8 @@ def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], sin
     selection = EventSelection(source=source, documents=documents, since=since, until=until,
                                key=parse_key_spec(key_spec) if key_spec else None, event_ids=_event_ids(event_ids))
     params = ClusterParams(use_idf=not no_idf, key_types=types, alpha=alpha, edge_threshold=threshold,
-                           semantic_k=semantic_k, max_key_events=max_key_events, resolution=resolution,
+                           semantic_k=semantic_k, max_key_events=max_key_events,
+                           key_pairs_per_event=pairs_per_event, resolution=resolution,
                            random_state=seed)
     params.validate()
     sag = app.sag()

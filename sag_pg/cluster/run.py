@@ -42,7 +42,9 @@ class ClusterParams:
     * ``edge_threshold`` — pairs with a fused weight at or below it make no edge (larger: sparser graph).
     * ``semantic_k`` — each event's nearest chosen events that make semantic pairs.
     * ``max_key_events`` — keys held by more chosen events are skipped (each would add df(df-1)/2 pairs);
-      a selection of at most this many events is exact.
+      a selection of at most this many events is exact.  None (default): the largest cap whose key pairs
+      fit in ``key_pairs_per_event`` × N (``sag.cluster_key_cap``; rarest keys first), which keeps the graph,
+      and Louvain's time and memory, linear in N.
     * ``exact_max`` — up to this many events with embeddings, nearest neighbours are exact; above, HNSW.
     * ``resolution``, ``random_state`` — Louvain's (larger resolution: more, smaller clusters).
     * ``top_keys`` — keys kept per cluster; ``max_llm_titles`` — LLM titles for at most this many of the
@@ -54,7 +56,8 @@ class ClusterParams:
     alpha: float = 0.7
     edge_threshold: float = 0.1
     semantic_k: int = 10
-    max_key_events: int = 500
+    max_key_events: int | None = None
+    key_pairs_per_event: float = 20.0
     exact_max: int = 1000
     resolution: float = 1.0
     random_state: int = 42
@@ -68,8 +71,10 @@ class ClusterParams:
             raise InputError(f"edge threshold must be in [0, 1), got {self.edge_threshold}")
         if self.semantic_k < 0:
             raise InputError(f"semantic_k must be >= 0 (0: no semantic pairs), got {self.semantic_k}")
-        if self.max_key_events < 2:
-            raise InputError(f"max_key_events must be >= 2, got {self.max_key_events}")
+        if self.max_key_events is not None and self.max_key_events < 1:
+            raise InputError(f"max_key_events must be >= 1, got {self.max_key_events}")
+        if self.key_pairs_per_event < 0:
+            raise InputError(f"key_pairs_per_event must be >= 0, got {self.key_pairs_per_event}")
         if self.exact_max < 0:
             raise InputError(f"exact_max must be >= 0, got {self.exact_max}")
         if self.resolution <= 0:
@@ -116,6 +121,7 @@ class ClusterResult:
     modularity: float | None
     key_pairs: int
     semantic_pairs: int
+    max_key_events: int
     pairs: g.FusedPairs = field(repr=False)
     graph: nx.Graph = field(repr=False)
     timings: dict[str, float] = field(default_factory=dict)
@@ -142,7 +148,8 @@ class ClusterResult:
         return {
             "run_id": self.run_id, "source_id": self.source_id, "selection": self.selection.describe(),
             "params": self.params.to_dict(), "event_count": self.event_count, "cluster_count": len(self.clusters),
-            "modularity": self.modularity, "key_pairs": self.key_pairs, "semantic_pairs": self.semantic_pairs,
+            "modularity": self.modularity, "max_key_events": self.max_key_events, "key_pairs": self.key_pairs,
+            "semantic_pairs": self.semantic_pairs,
             "edges": self.edge_count, "timings": self.timings, "clusters": clusters,
         }
 
@@ -153,6 +160,7 @@ _KEY_PAIRS = ("select event_a, event_b, w_key from sag.cluster_key_pairs(%s::big
 _SEMANTIC_PAIRS = ("select event_a, event_b, similarity from sag.cluster_semantic_pairs(%s::bigint[], %s, %s)")
 _LINKS = "select event_id, key_id from sag._cluster_links(%s::bigint[], %s::text[])"
 _IDF = "select key_id, idf from sag.cluster_key_idf(%s::bigint[], %s::text[], %s)"
+_KEY_CAP = "select sag.cluster_key_cap(%s::bigint[], %s, %s::text[], %s)"
 
 _COPY_HEADER = 19  # PGCOPY signature (11) + flags (4) + header extension length (4)
 
@@ -181,6 +189,14 @@ def key_idf(conn: psycopg.Connection, event_ids: list[int], key_types: list[str]
             use_idf: bool) -> dict[int, float]:
     """sag.cluster_key_idf: {key_id: idf} of the keys of the chosen events."""
     return {int(k): float(v) for k, v in conn.execute(_IDF, [event_ids, key_types, use_idf]).fetchall()}
+
+
+def key_cap(conn: psycopg.Connection, event_ids: list[int], max_pairs: int, key_types: list[str] | None,
+            use_idf: bool) -> int:
+    """sag.cluster_key_cap: the max_key_events whose key pairs fit in max_pairs."""
+    row = conn.execute(_KEY_CAP, [event_ids, max_pairs, key_types, use_idf]).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def key_pairs(conn: psycopg.Connection, event_ids: list[int], key_types: list[str] | None, use_idf: bool,
@@ -257,7 +273,11 @@ def cluster_events(
                 done("select")
                 ids = chosen.ids
                 phase("key_pairs")
-                ka, kb, kw = key_pairs(conn, ids, key_types, params.use_idf, params.max_key_events)
+                cap = params.max_key_events
+                if cap is None:
+                    budget = int(params.key_pairs_per_event * len(ids))
+                    cap = key_cap(conn, ids, budget, key_types, params.use_idf)
+                ka, kb, kw = key_pairs(conn, ids, key_types, params.use_idf, cap)
                 done("key_pairs")
                 phase("semantic_pairs")
                 if params.semantic_k > 0:
@@ -296,6 +316,7 @@ def cluster_events(
         result = ClusterResult(
             run_id=None, source_id=chosen.source_id, selection=selection, params=params, event_ids=ids,
             clusters=clusters, modularity=modularity, key_pairs=int(ka.size), semantic_pairs=int(sa.size),
+            max_key_events=cap,
             pairs=pairs, graph=graph, timings=timings,
         )
         if store:
@@ -345,8 +366,8 @@ def _store(conn: psycopg.Connection, result: ClusterResult) -> None:
     params = {
         "params": result.params.to_dict(),
         "selection": result.selection.describe(),
-        "graph": {"key_pairs": result.key_pairs, "semantic_pairs": result.semantic_pairs,
-                  "edges": result.edge_count},
+        "graph": {"max_key_events": result.max_key_events, "key_pairs": result.key_pairs,
+                  "semantic_pairs": result.semantic_pairs, "edges": result.edge_count},
     }
     with conn.transaction():
         row = conn.execute(

@@ -79,10 +79,9 @@ class Ingestor:
         report = IngestReport()
         started = time.perf_counter()
         notify = on_document or (lambda status, what: None)
-        with self.db.connect() as conn, self.db.connect(autocommit=True) as reader:
+        with self.db.connect(autocommit=True) as conn, self.db.connect(autocommit=True) as reader:
             # A lost commit after an OS crash is re-ingested next time; atomicity is unaffected.
             conn.execute("set synchronous_commit = off")
-            conn.commit()
             source_id = self._init_source(conn)
             known = store.document_hashes(conn, source_id)
             conn.commit()
@@ -107,7 +106,6 @@ class Ingestor:
             finally:
                 if bulk:
                     built = time.perf_counter()
-                    conn.rollback()
                     conn.execute("set maintenance_work_mem = '512MB'")
                     conn.execute("select sag.create_vector_indexes()")
                     conn.commit()
@@ -198,9 +196,8 @@ class Ingestor:
         origin = prepared.doc.origin or prepared.doc.uri
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                with conn.transaction():
-                    key_ids = store.resolve_keys(conn, source_id, prepared, self.alignment)
-                    store.store_document(conn, source_id, prepared, key_ids)
+                # One statement on an autocommit connection: one round trip, one transaction.
+                store.ingest_document(conn, source_id, prepared, self.alignment)
                 break
             except _RETRYABLE as exc:
                 if attempt == _ATTEMPTS:

@@ -43,58 +43,6 @@ def document_hashes(conn: psycopg.Connection, source_id: int) -> dict[str, str]:
     return dict(rows.fetchall())
 
 
-def resolve_keys(conn: psycopg.Connection, source_id: int, prepared: PreparedDocument,
-                 alignment: KeyAlignment) -> list[int]:
-    keys = prepared.keys
-    if not keys:
-        return []
-    rows = conn.execute(
-        "select key_id from sag.resolve_keys(%s, %s, %s, %s, %s, %s, %s, %b::vector[], %s, %s, %s)",
-        [
-            source_id,
-            [k.type for k in keys],
-            [k.name for k in keys],
-            [k.normalized for k in keys],
-            [k.value_string for k in keys],
-            [k.value_number for k in keys],
-            [k.value_bool for k in keys],
-            prepared.key_embeddings,
-            alignment.trigram,
-            alignment.vector,
-            alignment.across_types,
-        ],
-    ).fetchall()
-    return [int(r[0]) for r in rows]
-
-
-def store_document(conn: psycopg.Connection, source_id: int, prepared: PreparedDocument, key_ids: list[int]) -> int:
-    from ..text.tokenize import tokens_to_text
-
-    doc = prepared.doc
-    chunks = prepared.chunks
-    events = prepared.events
-    row = conn.execute(
-        "select sag.store_document(%s, %s, %s, %s, %s, %s, %s, %s, %s,"
-        " %s, %s, %s, %s, %b::vector[], %s, %s,"
-        " %s, %s, %s, %s::timestamptz[], %b::vector[],"
-        " %s, %s, %s)",
-        [
-            source_id, doc.uri, doc.title, doc.text, prepared.content_hash, prepared.summary, Jsonb(doc.metadata),
-            prepared.prompt_tokens, prepared.completion_tokens,
-            [c.title for c in chunks], [c.content for c in chunks],
-            [c.start_line for c in chunks], [c.end_line for c in chunks],
-            list(prepared.chunk_embeddings),
-            [tokens_to_text(t) for t in prepared.chunk_tokens], [len(t) for t in prepared.chunk_tokens],
-            prepared.event_chunk_ordinals, [e.title for e in events], [e.content for e in events],
-            [e.time for e in events], list(prepared.event_embeddings),
-            [e for e, _, _ in prepared.links], [key_ids[k] for _, k, _ in prepared.links],
-            [n for _, _, n in prepared.links],
-        ],
-    ).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 def delete_document(conn: psycopg.Connection, source_id: int, uri: str) -> bool:
     row = conn.execute(
         "select sag.delete_document(id) from sag.documents where source_id = %s and uri = %s", [source_id, uri]
@@ -112,3 +60,36 @@ def pre_retrieve(conn: psycopg.Connection, source_id: int, event_embedding: obje
         keys_from_events=[KeyRef(k["type"], k["name"]) for k in data.get("keys_from_events", [])],
         key_types=list(data.get("key_types", [])),
     )
+
+
+def ingest_document(conn: psycopg.Connection, source_id: int, prepared: PreparedDocument,
+                    alignment: KeyAlignment) -> int:
+    """Resolve the keys and store the document in one statement: on an autocommit connection that is one
+    round trip and one transaction per document."""
+    from ..text.tokenize import tokens_to_text
+
+    doc, chunks, events, keys = prepared.doc, prepared.chunks, prepared.events, prepared.keys
+    row = conn.execute(
+        "select sag.ingest_document(%s, %s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s, %s, %s, %s, %b::vector[], %s, %s,"
+        " %s, %s, %s, %s::timestamptz[], %b::vector[],"
+        " %s, %s, %s, %s, %s, %s, %b::vector[],"
+        " %s, %s, %s, %s, %s, %s)",
+        [
+            source_id, doc.uri, doc.title, doc.text, prepared.content_hash, prepared.summary, Jsonb(doc.metadata),
+            prepared.prompt_tokens, prepared.completion_tokens,
+            [c.title for c in chunks], [c.content for c in chunks],
+            [c.start_line for c in chunks], [c.end_line for c in chunks],
+            list(prepared.chunk_embeddings),
+            [tokens_to_text(t) for t in prepared.chunk_tokens], [len(t) for t in prepared.chunk_tokens],
+            prepared.event_chunk_ordinals, [e.title for e in events], [e.content for e in events],
+            [e.time for e in events], list(prepared.event_embeddings),
+            [k.type for k in keys], [k.name for k in keys], [k.normalized for k in keys],
+            [k.value_string for k in keys], [k.value_number for k in keys], [k.value_bool for k in keys],
+            prepared.key_embeddings,
+            [e for e, _, _ in prepared.links], [k + 1 for _, k, _ in prepared.links], [n for _, _, n in prepared.links],
+            alignment.trigram, alignment.vector, alignment.across_types,
+        ],
+    ).fetchone()
+    assert row is not None
+    return int(row[0])

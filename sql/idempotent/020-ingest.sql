@@ -298,3 +298,37 @@ $$;
 comment on function sag.pre_retrieve(vector, bigint, integer, integer) is
     'Pre-retrieval for key extraction (sag-algorithm 1.3): the event''s top-K similar keys (direct_keys), '
     'the keys of its top-N similar events (keys_from_events) and the source''s key types.';
+
+create or replace function sag.ingest_document(
+    p_source_id bigint, p_uri text, p_title text, p_content text, p_content_hash text, p_summary text,
+    p_metadata jsonb, p_prompt_tokens integer, p_completion_tokens integer,
+    chunk_titles text[], chunk_contents text[], chunk_start_lines integer[], chunk_end_lines integer[],
+    chunk_embeddings vector[], chunk_tokens text[], chunk_token_counts integer[],
+    event_chunk_ordinals integer[], event_titles text[], event_contents text[], event_times timestamptz[],
+    event_embeddings vector[],
+    key_types text[], key_names text[], key_normalized text[], key_strings text[], key_numbers float8[],
+    key_bools boolean[], key_embeddings vector[],
+    link_event_ordinals integer[], link_key_ords integer[], link_counts integer[],
+    trgm_threshold float8 default 0.9, vector_threshold float8 default null, across_types boolean default true)
+returns bigint
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    resolved bigint[];
+begin
+    select coalesce(array_agg(r.key_id order by r.ord), '{}') into resolved
+      from sag.resolve_keys(p_source_id, key_types, key_names, key_normalized, key_strings, key_numbers,
+                            key_bools, key_embeddings, trgm_threshold, vector_threshold, across_types) r;
+    return sag.store_document(
+        p_source_id, p_uri, p_title, p_content, p_content_hash, p_summary, p_metadata, p_prompt_tokens,
+        p_completion_tokens, chunk_titles, chunk_contents, chunk_start_lines, chunk_end_lines, chunk_embeddings,
+        chunk_tokens, chunk_token_counts, event_chunk_ordinals, event_titles, event_contents, event_times,
+        event_embeddings, link_event_ordinals,
+        array(select resolved[o] from unnest(link_key_ords) with ordinality as l(o, n) order by l.n),
+        link_counts);
+end;
+$$;
+comment on function sag.ingest_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], vector[], text[], integer[], integer[], text[], text[], timestamptz[], vector[], text[], text[], text[], text[], float8[], boolean[], vector[], integer[], integer[], integer[], float8, float8, boolean) is
+    'One whole document in one call (so one statement is one transaction): sag.resolve_keys for its keys '
+    '(parallel arrays), then sag.store_document with links given as (event ordinal, 1-based key position, count).';

@@ -77,8 +77,8 @@ declare
 begin
     perform sag._require(event_ids is not null, 'sag.cluster_key_pairs: event_ids must not be NULL');
     perform sag._require(use_idf is not null, 'sag.cluster_key_pairs: use_idf must not be NULL');
-    perform sag._require(max_key_events >= 2,
-                         format('sag.cluster_key_pairs: max_key_events must be >= 2, got %s', max_key_events));
+    perform sag._require(max_key_events >= 1,
+                         format('sag.cluster_key_pairs: max_key_events must be >= 1, got %s', max_key_events));
     select count(*) into n from sag.events e where e.id = any (event_ids);
     return query
     with links as materialized (
@@ -105,8 +105,48 @@ comment on function sag.cluster_key_pairs(bigint[], text[], boolean, integer) is
     'w_key = sum of the IDF (sag.cluster_key_idf) of their shared keys, by a self-join of event_keys instead of '
     'a loop over all pairs.  Keys held by more than max_key_events chosen events are skipped (each would add '
     'df(df-1)/2 pairs, and their IDF is at most ln(N / max_key_events)): selections of at most max_key_events '
-    'events are exact.  Pairs with w_key = 0 are not returned.  The z-score + sigmoid normalization over these '
-    'pairs is done by the caller (sag_pg.cluster.graph).';
+    'events are exact; sag.cluster_key_cap picks the cap for a budget of pairs.  Pairs with w_key = 0 are not '
+    'returned.  The z-score + sigmoid normalization over these pairs is done by the caller (sag_pg.cluster.graph).';
+
+create or replace function sag.cluster_key_cap(
+    event_ids bigint[],
+    max_pairs bigint,
+    key_types text[] default null,
+    use_idf boolean default true)
+returns integer
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    n bigint;
+    cap integer;
+begin
+    perform sag._require(event_ids is not null, 'sag.cluster_key_cap: event_ids must not be NULL');
+    perform sag._require(max_pairs >= 0, format('sag.cluster_key_cap: max_pairs must be >= 0, got %s', max_pairs));
+    perform sag._require(use_idf is not null, 'sag.cluster_key_cap: use_idf must not be NULL');
+    select count(*) into n from sag.events e where e.id = any (event_ids);
+    with df as (
+        select count(*) as df from sag._cluster_links(event_ids, key_types) l group by l.key_id
+    ),
+    by_df as (
+        -- Keys that make pairs: held by two or more events, and not worth 0 (held by all of them, with IDF).
+        select d.df, sum(d.df * (d.df - 1) / 2) as pairs
+          from df d
+         where d.df >= 2 and not (use_idf and d.df = n)
+         group by d.df
+    ),
+    cumulative as (
+        select b.df, sum(b.pairs) over (order by b.df) as total from by_df b
+    )
+    select coalesce(max(c.df) filter (where c.total <= max_pairs), 1) into cap from cumulative c;
+    return cap;
+end;
+$$;
+comment on function sag.cluster_key_cap(bigint[], bigint, text[], boolean) is
+    'The max_key_events for sag.cluster_key_pairs that keeps its pairs within max_pairs: keys are taken from '
+    'the rarest (highest IDF) up, a whole document frequency at a time, while the pairs they make, '
+    'sum of df(df-1)/2, fit.  Returns the largest such df (1 when not even the keys held by two events fit: '
+    'no key pairs).  sag-pg uses max_pairs = 20 x the number of chosen events by default.';
 
 create or replace function sag.cluster_semantic_pairs(
     event_ids bigint[],

@@ -169,6 +169,29 @@ def test_key_pairs_of_a_subset(db_conn: psycopg.Connection) -> None:
     assert key_pairs(db_conn, ids(x, "e1", "e2", "e3", "e4"), max_key_events=2) == approx(expected)
 
 
+def test_key_cap_fits_the_pair_budget(db_conn: psycopg.Connection) -> None:
+    x = build(db_conn)
+    six = ids(x, *ALL)
+
+    def cap(max_pairs: int, **kw: object) -> int:
+        named = "".join(f", {k} => %({k})s" for k in kw)
+        row = db_conn.execute(f"select sag.cluster_key_cap(%(ids)s, %(p)s{named})",
+                              {"ids": six, "p": max_pairs, **kw}).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    # Pairs per document frequency: df 2 (曹操, 周瑜, 袁绍, 200年) 4·1 = 4; df 3 (官渡, 赤壁) 2·3 = 6, so 10 up to
+    # df 3; df 6 (三国) 15 more, but with IDF it is worth 0 and does not count.
+    assert [cap(p) for p in (0, 3, 4, 9, 10, 1000)] == [1, 1, 2, 2, 3, 3]
+    # Without IDF 三国 counts: 10 + 15 = 25 pairs up to df 6.
+    assert [cap(p, use_idf=False) for p in (10, 24, 25)] == [3, 3, 6]
+    # Only time keys: 200年 (df 2) alone, 1 pair.
+    assert cap(1, key_types=["time"]) == 2
+    # The caps do what they promise: max_key_events = 1 makes no key pair, 2 the four df-2 pairs.
+    assert key_pairs(db_conn, six, max_key_events=1) == {}
+    assert len(key_pairs(db_conn, six, max_key_events=2)) == 4
+
+
 # ---------------------------------------------------------------------------------------------------------
 # semantic pairs
 
@@ -231,7 +254,9 @@ def test_semantic_pairs_restore_the_hnsw_settings(db_conn: psycopg.Connection) -
         "select * from sag.cluster_key_idf(null)",
         "select * from sag.cluster_key_idf('{1}', use_idf => null)",
         "select * from sag.cluster_key_pairs(null)",
-        "select * from sag.cluster_key_pairs('{1}', max_key_events => 1)",
+        "select * from sag.cluster_key_pairs('{1}', max_key_events => 0)",
+        "select sag.cluster_key_cap('{1}', -1)",
+        "select sag.cluster_key_cap(null, 10)",
         "select * from sag.cluster_semantic_pairs(null)",
         "select * from sag.cluster_semantic_pairs('{1}', k => 0)",
         "select * from sag.cluster_semantic_pairs('{1}', exact_max => -1)",
@@ -248,7 +273,8 @@ def test_public_functions_are_documented(db_conn: psycopg.Connection) -> None:
         "select p.proname, obj_description(p.oid, 'pg_proc') from pg_proc p "
         "where p.pronamespace = 'sag'::regnamespace and p.proname like 'cluster%'"
     ).fetchall()
-    assert sorted(r[0] for r in rows) == ["cluster_key_idf", "cluster_key_pairs", "cluster_semantic_pairs"]
+    assert sorted(r[0] for r in rows) == ["cluster_key_cap", "cluster_key_idf", "cluster_key_pairs",
+                                          "cluster_semantic_pairs"]
     assert all(r[1] for r in rows)
 
 
