@@ -158,7 +158,8 @@ def run_one(dsn: str, n: int, args: argparse.Namespace) -> None:
           f"{info['load_seconds']:.1f} s, HNSW index built in {info['index_seconds']:.1f} s")
 
     db = Database(target)
-    params = ClusterParams(max_key_events=args.max_key_events, semantic_k=args.semantic_k)
+    params = ClusterParams(max_key_events=args.max_key_events, key_pairs_per_event=args.pairs_per_event,
+                           semantic_k=args.semantic_k)
     selections = [("whole source", EventSelection(source="bench"))]
     if args.subset:
         rng = np.random.default_rng(args.seed + 1)
@@ -180,7 +181,7 @@ def run_one(dsn: str, n: int, args: argparse.Namespace) -> None:
         big = sum(1 for c in result.clusters if c.size > 1)
         print(f"-- {label}: {result.event_count:,} events")
         print(f"   phases (s): {phases}")
-        print(f"   key pairs {result.key_pairs:,}, semantic pairs {result.semantic_pairs:,}, edges "
+        print(f"   key cap {result.max_key_events} events, key pairs {result.key_pairs:,}, semantic pairs {result.semantic_pairs:,}, edges "
               f"{result.edge_count:,}; {len(result.clusters):,} clusters ({big:,} with 2+ events), "
               f"modularity {result.modularity or 0:.3f}, ARI vs topics {ari:.3f}")
         print(f"   peak RSS {rss_after / 1024:.0f} MB (before {rss_before / 1024:.0f} MB)"
@@ -201,7 +202,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--semantic-k", type=int, default=10)
-    parser.add_argument("--max-key-events", type=int, default=500)
+    parser.add_argument("--max-key-events", type=int, default=None, help="default: from --pairs-per-event")
+    parser.add_argument("--pairs-per-event", type=float, default=20.0)
     parser.add_argument("--subset", type=float, default=0.2, help="also cluster this random share (0: no)")
     parser.add_argument("--naive-sample", type=int, default=200_000)
     parser.add_argument("--tracemalloc", action="store_true", help="also report tracemalloc's peak (slower)")
@@ -210,7 +212,8 @@ def main(argv: list[str] | None = None) -> None:
     if not args.dsn:
         sys.exit("give --dsn or set SAG_DATABASE_URL")
     print(f"{os.cpu_count()} CPUs; pairs from SQL, fusion in numpy, Louvain = python-louvain; "
-          f"max_key_events {args.max_key_events}, semantic_k {args.semantic_k}")
+          f"max_key_events {args.max_key_events or 'auto'}, pairs/event {args.pairs_per_event}, "
+          f"semantic_k {args.semantic_k}")
     for n in args.events:
         run_one(args.dsn, n, args)
 

@@ -16,6 +16,7 @@ import dataclasses
 import json
 import sys
 import time
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     table.add_column("question", max_width=30, overflow="ellipsis", no_wrap=True)
     for column in ("stopped", "rounds", "nodes", "calls", "requests", "prompt", "compl.", "s", "cited"):
         table.add_column(column, justify="right" if column != "stopped" else "left", no_wrap=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
     with SAG(settings=settings) as sag:
         for query in DEMO_QUERIES:
             started = time.perf_counter()

@@ -86,11 +86,20 @@ def open_bench(set_name: str, *, home: Path) -> Bench:
     n_passages = sum(1 for line in corpus.open(encoding="utf-8") if line.strip())
     server = server_params()
     name = db_name(set_name)
+    dsn = server.dsn(name)
     with _admin() as admin:
         if not admin.execute("select 1 from pg_database where datname = %s", [name]).fetchone():
             admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
-    dsn = server.dsn(name)
-    migrate.upgrade(dsn)   # schema, and the SQL functions of this checkout
+    try:
+        migrate.upgrade(dsn)   # schema, and the SQL functions of this checkout
+    except psycopg.Error as exc:
+        # A database made by an older checkout whose (unreleased) schema has changed since: start again.
+        print(f"{set_name}: cannot upgrade {name} ({str(exc).strip().splitlines()[0]}); re-creating it",
+              file=sys.stderr)
+        with _admin() as admin:
+            admin.execute(psycopg.sql.SQL("drop database {} with (force)").format(psycopg.sql.Identifier(name)))
+            admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
+        migrate.upgrade(dsn)
     sag = SAG(settings=Settings(database_url=dsn, home=home))
     with sag.db.connect(autocommit=True) as conn:
         row = conn.execute("select count(*) from sag.documents d join sag.sources s on s.id = d.source_id "
@@ -253,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--param", action="append", default=[], help="RetrievalParams field=value (repeatable)")
     ap.add_argument("--no-pagerank", action="store_true", help="SAG ordered by weight_init")
     ap.add_argument("--split", type=int, default=50, help="the first N questions are the tuning half")
+    ap.add_argument("--tune-only", action="store_true",
+                    help="evaluate the tuning half only (no warm-up, no held-out figures): for design iterations")
     ap.add_argument("--bm25-synthetic", action="store_true", help="only the synthetic BM25 speed measurement")
     ap.add_argument("--home", type=Path, default=ROOT / ".sag-bench", help="SAG home (unused with a DSN)")
     args = ap.parse_args(argv)
@@ -270,9 +281,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     lines = [header, "-" * len(header)]
     for set_name in [s for s in args.sets.split(",") if s]:
         b = open_bench(set_name, home=args.home)
+        if args.tune_only:
+            b.queries = b.queries[:args.split]
         for m in methods:
-            sc = evaluate(b, searches[m], split=args.split)
-            for split_name in ("tune", "held-out", "all"):
+            sc = evaluate(b, searches[m], split=args.split, timed=not args.tune_only)
+            for split_name in ("tune",) if args.tune_only else ("tune", "held-out", "all"):
                 r = sc.recall.get(split_name)
                 if r is None:
                     continue

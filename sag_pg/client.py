@@ -25,6 +25,7 @@ from .ingest.readers import (
 from .llm import LLM, make_llm
 
 if TYPE_CHECKING:
+    from .answer import Answer
     from .ingest.extractors import Extractor
     from .search.result import SearchResult
     from .search.retrieve import RetrievalParams
@@ -166,6 +167,14 @@ class SAG:
             result.timings_ms["rewrite"] = rewrite.seconds * 1000.0
             result.rewrite = rewrite  # type: ignore[attr-defined]
         return result
+
+    def ask(self, question: str, *, mode: str = "fast", source: str | Sequence[str] | None = DEFAULT_SOURCE,
+            top_n: int = 10, **options: Any) -> Answer:
+        """Search, then the LLM answers citing chunk ids; ``mode`` fast | normal | deep (deep: a DAG of
+        sub-questions with a ReAct check; the returned DeepAnswer carries the whole ``trace``)."""
+        from .answer import ask
+
+        return ask(self, question, mode=mode, source=source, top_n=top_n, **options)
 
     def configure_source(self, name: str, *, key_types: dict[str, float] | None = None,
                          synonyms: dict[str, str] | None = None, alignment: dict[str, Any] | None = None,

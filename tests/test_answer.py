@@ -37,7 +37,7 @@ DOCS = {
 
 
 def last_user(request: dict[str, Any]) -> str:
-    return [m["content"] for m in request["messages"] if m["role"] == "user"][-1]
+    return str([m["content"] for m in request["messages"] if m["role"] == "user"][-1])
 
 
 def evidence_ids(prompt: str) -> list[int]:
@@ -183,6 +183,12 @@ def test_cli_ask_help_has_an_example() -> None:
     assert result.exit_code == 0 and "Example:" in result.output and "--max-rounds" in result.output
 
 
+def test_cli_deep_options_need_deep_mode(tmp_path: Path) -> None:
+    app = AppContext(settings=Settings(database_url="postgresql://unused", home=tmp_path))
+    result = CliRunner().invoke(ask_command, ["q", "--max-rounds", "2"], obj=app)
+    assert result.exit_code == 2 and "--max-rounds: only with --mode deep" in result.output
+
+
 # -- citations and evidence, without a server ----------------------------------------------------------
 
 
@@ -216,7 +222,7 @@ NEW_PROMPTS = {
 @pytest.mark.parametrize("name", sorted(NEW_PROMPTS))
 def test_answer_prompts_have_their_documented_placeholders(name: str) -> None:
     assert prompts.placeholders(prompts.load(name)) == NEW_PROMPTS[name]
-    rendered = prompts.render(name, **{p: f"<{p}>" for p in NEW_PROMPTS[name]})
+    rendered = prompts.fill(prompts.load(name), {p: f"<{p}>" for p in NEW_PROMPTS[name]})
     assert "{{" not in rendered
 
 

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from sag_pg import SAG, ConfigError, LLMError, QueryError
-from sag_pg.answer import DeepAnswer, deep_ask, print_trace
+from sag_pg.answer import DeepAnswer, NodeTrace, deep_ask, print_trace
 from sag_pg.answer.execute import run_dag
 from sag_pg.answer.plan import PlanError, validate_plan
 from sag_pg.cli._common import AppContext
@@ -97,7 +97,7 @@ class DeepModel:
         if prompt.startswith("You answer one sub-question"):
             question = _between(prompt, "Sub-question:\n")
             self._note("node_answer", question, prompt)
-            cite = (evidence_ids(prompt) or ["no evidence"])[0]
+            cite = next(iter(evidence_ids(prompt)), "no evidence")
             searched = _between(prompt, "Search that was run:\nquery: ", "\n")
             if question in self.unanswered and searched != self.unanswered[question]:
                 return json.dumps({"answer": "not in this evidence", "answered": False,
@@ -106,7 +106,7 @@ class DeepModel:
                                "next_query": "", "next_keys": []})
         if prompt.startswith("Answer the question using the findings"):
             self._note("final", "", prompt)
-            cite = (evidence_ids(prompt) or ["no evidence"])[0]
+            cite = next(iter(evidence_ids(prompt)), "no evidence")
             return json.dumps({"answer": f"In 1843 [{cite}][424242].", "sufficient": True, "missing": ""})
         return Scripted(status=400, body={"error": {"message": f"unexpected prompt: {prompt[:60]}"}})
 
@@ -115,6 +115,11 @@ class DeepModel:
 
     def count(self, kind: str) -> int:
         return sum(1 for k, _ in self.log if k == kind)
+
+
+def _span(node: NodeTrace) -> tuple[float, float]:
+    assert node.started_s is not None and node.finished_s is not None
+    return node.started_s, node.finished_s
 
 
 @pytest.fixture
@@ -144,8 +149,9 @@ def test_dag_runs_parallel_then_chained_with_parent_answers(asker: SAG, model: D
     # q1 and q2 ran at the same time; q3 only after both were answered, q4 after q3.
     assert openai_server.max_in_flight >= 2
     n1, n2, n3, n4 = (trace.node(k) for k in ("q1", "q2", "q3", "q4"))
-    assert n1.started_s < n2.finished_s and n2.started_s < n1.finished_s  # overlapping
-    assert n3.started_s >= max(n1.finished_s, n2.finished_s) and n4.started_s >= n3.finished_s
+    (s1, e1), (s2, e2), (s3, e3), (s4, _) = (_span(n) for n in (n1, n2, n3, n4))
+    assert s1 < e2 and s2 < e1  # overlapping
+    assert s3 >= max(e1, e2) and s4 >= e3
     assert model.index("node_query", q3) > max(model.index("node_answer", q1), model.index("node_answer", q2))
     assert model.index("node_query", q4) > model.index("node_answer", q3)
     assert model.index("check") > model.index("node_answer", q4) and model.index("final") > model.index("check")
@@ -227,7 +233,7 @@ def test_the_round_limit_holds(asker: SAG, model: DeepModel, max_rounds: int) ->
     # Later rounds see what earlier rounds found.
     if max_rounds > 1:
         assert "q2: Who designed the Difference Engine? -> Charles Babbage [" in model.node_prompts["When was Babbage born?"][0]
-        assert [r.check.answerable for r in trace.rounds[:-1]] == [False] * (max_rounds - 1)
+        assert [r.check and r.check.answerable for r in trace.rounds[:-1]] == [False] * (max_rounds - 1)
 
 
 @pytest.mark.parametrize("max_calls", [2, 5, 9, 10])
@@ -257,7 +263,8 @@ def test_not_answerable_without_a_further_plan_stops(asker: SAG, model: DeepMode
     model.checks = [{"answerable": False, "reason": "the corpus does not say", "nodes": [], "edges": []}]
     answer = deep_ask(asker, QUESTION)
     assert answer.trace.stopped == "no_new_plan" and len(answer.trace.rounds) == 1
-    assert answer.trace.rounds[0].check.reason == "the corpus does not say"
+    check = answer.trace.rounds[0].check
+    assert check is not None and check.reason == "the corpus does not say"
 
 
 def test_deep_without_an_llm_is_a_config_error(sag: SAG, corpus: dict[str, int]) -> None:  # noqa: F811

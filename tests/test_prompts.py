@@ -46,10 +46,25 @@ VALUES: dict[str, dict[str, str]] = {
         "query": "Which company did the founder of Apple start after leaving it?",
         "background": "- event: Steve Jobs left Apple in 1985\n- key: person: Steve Jobs",
     },
-    "answer": {
-        "query": "When was the iPhone introduced?",
-        "evidence": "[12] History\nIn 2007 Jobs introduced the iPhone.\n\n[15] Products\nThe iPhone runs iOS.",
-    },
+    "answer_json": {"query": "When was the iPhone introduced?",
+                    "evidence": "[12] History\nIn 2007 Jobs introduced the iPhone."},
+    "deep_answer": {"query": "What did the founder of NeXT sell to fund Apple?",
+                    "findings": "- q1: Who founded NeXT? -> Steve Jobs [12]",
+                    "evidence": "[12] NeXT\nSteve Jobs founded NeXT in 1985."},
+    "node_query": {"query": "Which company did the founder of Apple start after leaving it?",
+                   "question": "What did the founder from q1 start?",
+                   "parents": "- q1: Who founded Apple? -> Steve Jobs [12]", "findings": "(none)"},
+    "node_answer": {"query": "Which company did the founder of Apple start after leaving it?",
+                    "question": "What did Steve Jobs start after leaving Apple?",
+                    "parents": "- q1: Who founded Apple? -> Steve Jobs [12]",
+                    "search": "query: Steve Jobs company after Apple\nkeys: Steve Jobs",
+                    "evidence": "[15] NeXT\nIn 1985 Jobs founded NeXT."},
+    "react_check": {"query": "Which company did the founder of Apple start after leaving it?",
+                    "findings": "- q1: Who founded Apple? -> Steve Jobs [12]"},
+    "plan_reask": {"prompt": "You are a meticulous planning agent. …",
+                   "problems": "- the dependencies form a cycle: q1 -> q2 -> q1", "previous": "{\"nodes\": []}"},
+    "cluster_title": {"size": "3", "keys": "- 曹操\n- 官渡\n- 袁绍",
+                      "events": "- 公元200年，曹操与袁绍在官渡展开决战。\n- 曹操奇袭乌巢。"},
 }
 
 
@@ -101,17 +116,18 @@ def test_dag_prompt_keeps_the_spec_template() -> None:
 
 
 def test_answer_prompt_asks_for_citations_and_admits_gaps() -> None:
-    rendered = prompts.render("answer", **VALUES["answer"])
+    rendered = prompts.render("answer_json", **VALUES["answer_json"])
     assert "[12] History" in rendered
     assert "cite the chunk ids" in rendered
     assert "not enough to answer, say so" in rendered
+    assert '"sufficient"' in rendered
 
 
 def test_prompts_dir_overrides_one_prompt(tmp_path: Path) -> None:
     (tmp_path / "summary.txt").write_text("Summarise {{ title }}:\n{{sentences}}\n", encoding="utf-8")
-    (tmp_path / "answer.md").write_text("Q: {{query}}\nE: {{evidence}}", encoding="utf-8")
+    (tmp_path / "answer_json.md").write_text("Q: {{query}}\nE: {{evidence}}", encoding="utf-8")
     assert prompts.render("summary", prompts_dir=tmp_path, title="T", sentences="- s") == "Summarise T:\n- s"
-    assert prompts.render("answer", prompts_dir=tmp_path, query="q", evidence="e") == "Q: q\nE: e"
+    assert prompts.render("answer_json", prompts_dir=tmp_path, query="q", evidence="e") == "Q: q\nE: e"
     # Prompts without an override still come from the package.
     assert prompts.load("plan_dag", tmp_path) == prompts.load("plan_dag")
 

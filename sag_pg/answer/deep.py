@@ -102,7 +102,7 @@ class _DeepRun:
     parallelism: int
 
     def answer(self, *, max_nodes: int, top_n: int) -> DeepAnswer:
-        trace, timings = self.trace, {}
+        trace, timings = self.trace, dict[str, float]()
         started = time.perf_counter()
         embedder = self.sag.embedder  # bound once here, not raced for by the node threads
         with self.sag.db.connect() as conn:

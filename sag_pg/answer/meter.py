@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,10 +116,10 @@ class MeteredLLM:
 
     def complete_text(self, prompt: str, *, system: str | None = None, purpose: str = "",
                       node: str | None = None, final: bool = False) -> str:
-        return self._call(lambda: self.llm.complete_text(prompt, system=system, purpose=purpose),
-                          purpose, node, final)
+        return str(self._call(lambda: self.llm.complete_text(prompt, system=system, purpose=purpose),
+                              purpose, node, final))
 
-    def _call(self, make: Any, purpose: str, node: str | None, final: bool) -> Any:
+    def _call(self, make: Callable[[], Any], purpose: str, node: str | None, final: bool) -> Any:
         with self._lock:
             if self.max_calls is not None:
                 limit = self.max_calls if final else self.max_calls - self.reserve

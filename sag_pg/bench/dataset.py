@@ -74,7 +74,8 @@ def load_dataset(directory: str | Path, *, limit: int | None = None) -> Dataset:
     for required in (corpus, queries):
         if not required.is_file():
             raise InputError(f"{path}: no {required.name} (a benchmark folder holds corpus.jsonl and queries.jsonl)")
-    passages = sum(1 for line in corpus.open(encoding="utf-8") if line.strip())
+    with corpus.open(encoding="utf-8") as fh:
+        passages = sum(1 for line in fh if line.strip())
     questions = []
     for lineno, record in _lines(queries):
         where = f"{queries}:{lineno}"

@@ -52,16 +52,14 @@ def binary_rows(fixed: Sequence[tuple[str, npt.ArrayLike]], texts: Sequence[Sequ
     if not texts:
         return raw
     size = block.dtype.itemsize
-    encoded = [[None if t is None else t.encode() for t in column] for column in texts]
-    parts: list[bytes] = []
-    append = parts.append
-    for r in range(n):
-        append(raw[r * size:(r + 1) * size])
-        for column in encoded:
-            value = column[r]
-            if value is None:
-                append(_NULL)
-            else:
-                append(_LEN.pack(len(value)))
-                append(value)
+    stride = 1 + len(texts)
+    parts: list[bytes | memoryview] = [b""] * (n * stride)
+    view = memoryview(raw)  # join takes the slices without copying them first
+    parts[0::stride] = [view[r:r + size] for r in range(0, n * size, size)]
+    pack = _LEN.pack
+    for c, column in enumerate(texts, 1):
+        if len(column) != n:
+            raise ValueError(f"text column {c - 1} has {len(column)} rows, expected {n}")
+        parts[c::stride] = [_NULL if t is None else pack(len(b)) + b
+                            for t in column for b in (t.encode() if t is not None else b"",)]
     return b"".join(parts)

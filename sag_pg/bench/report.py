@@ -8,8 +8,9 @@ from typing import Any
 
 from ..errors import ConfigError
 from .runner import DatasetResult
+from .scale import TARGETS, ScaleResult
 
-__all__ = ["PLOT_INSTALL_HINT", "format_dataset", "plot_recall", "require_matplotlib", "to_json"]
+__all__ = ["PLOT_INSTALL_HINT", "format_dataset", "format_scale", "plot_recall", "require_matplotlib", "to_json"]
 
 PLOT_INSTALL_HINT = "pip install 'sag-pg[plot]'"
 
@@ -65,3 +66,47 @@ def plot_recall(results: Sequence[DatasetResult], ks: Sequence[int], path: str |
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+def _mb(n: float) -> str:
+    return f"{n / 2**20:,.0f} MB"
+
+
+def format_scale(results: Sequence[ScaleResult]) -> str:
+    """One row per size, then the targets (fast-search p50 at 1 M, ratio, load rate) held or not."""
+    lines = []
+    header = (f"{'events':>9} {'chunks':>8} {'keys':>9} {'links':>9} {'load s':>7} {'ev/s':>7} {'index s':>8} "
+              f"{'hnsw s':>7} {'db size':>9} {'p50 ms':>7} {'p95 ms':>7} {'hnsw p50':>8} {'ratio':>6} {'rss MB':>7}")
+    lines += [header, "-" * len(header)]
+    for r in results:
+        lines.append(
+            f"{r.events:>9,} {r.chunks:>8,} {r.keys:>9,} {r.event_keys:>9,} {r.load_seconds:>7.1f} "
+            f"{r.events_per_s:>7,.0f} {r.index_seconds:>8.1f} {r.hnsw_seconds:>7.1f} {_mb(r.db_size_bytes):>9} "
+            f"{r.search_p50_ms:>7.1f} {r.search_p95_ms:>7.1f} {r.hnsw_p50_ms:>8.2f} {r.ratio:>6.1f} "
+            f"{r.peak_rss_mb:>7,.0f}")
+    for r in results:
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in r.stage_p50_ms.items())
+        lines.append(f"{r.events:,} events (dim {r.dim}), fast-search stage p50 ms: {stages}"
+                     + (f"; kept database {r.database}" if r.database else ""))
+    lines.append(_targets(results))
+    return "\n".join(lines)
+
+
+def _targets(results: Sequence[ScaleResult]) -> str:
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    parts = []
+    at_1m = [r for r in results if r.events >= 1_000_000]
+    if at_1m:
+        r = at_1m[-1]
+        parts.append(f"p50 <= {TARGETS['p50_ms_at_1m']:.0f} ms at 1 M: {r.search_p50_ms:.1f} ms, "
+                     f"{verdict(r.search_p50_ms <= TARGETS['p50_ms_at_1m'])}")
+    else:
+        parts.append(f"p50 <= {TARGETS['p50_ms_at_1m']:.0f} ms at 1 M: not run")
+    worst_ratio = max(r.ratio for r in results)
+    parts.append(f"ratio <= {TARGETS['ratio']:.0f}x: worst {worst_ratio:.1f}x, {verdict(worst_ratio <= TARGETS['ratio'])}")
+    slowest = min(r.events_per_s for r in results)
+    parts.append(f"load >= {TARGETS['events_per_s']:,.0f} events/s: slowest {slowest:,.0f}, "
+                 f"{verdict(slowest >= TARGETS['events_per_s'])}")
+    return "targets: " + "; ".join(parts)

@@ -1,8 +1,9 @@
 """The scale benchmark: a synthetic corpus (:mod:`.synth`) bulk-loaded with binary COPY into a fresh
 database, the HNSW indexes built after the load, then fast-search latency against a plain pgvector probe.
 
-Per size: the bulk-load rate (events/s over pass 1, keys, documents, chunks, events and links, committed
-per batch; the index build and ANALYZE are timed apart), the database size, p50/p95 of
+Per size: the bulk-load rate (events/s over pass 1, keys, documents, chunks, events and links, one
+transaction per batch on ``workers`` connections, with the HNSW and secondary indexes dropped; rebuilding
+them and ANALYZE are timed apart, as is the whole), the database size, p50/p95 of
 :func:`sag_pg.search.retrieve` (the fast search: every SQL stage, PageRank and the hit details) over
 ``queries`` questions, p50/p95 of ``select id from sag.events order by embedding <=> q limit 10`` for the
 same query vectors (the floor), the ratio of the p50s, and the Python process's peak RSS.
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import resource
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from queue import Queue
 from typing import Any, TypeVar
 
 import numpy as np
@@ -56,11 +59,13 @@ _COLUMNS = {
     "time_keys": ("id", "source_id", "event_count", "value_number", "type", "name", "normalized"),
 }
 _BATCH_TABLES = ("documents", "chunks", "events", "event_keys", "chunk_keys")
+_KEY_TABLES = ("keys", "time_keys")
+_KEY_BATCH = 20000
 # Secondary indexes (neither a constraint's nor HNSW) of the loaded tables: dropped for the load and
 # rebuilt after it from their own definitions, as pg_restore does; sorted builds beat row-by-row upkeep
 # (the GIN indexes have fastupdate off, so every row would touch the posting trees).
 _SECONDARY_INDEXES = """
-select i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+select x.relname::text, pg_get_indexdef(i.indexrelid)
   from pg_index i
   join pg_class t on t.oid = i.indrelid
   join pg_class x on x.oid = i.indexrelid
@@ -156,19 +161,19 @@ def _batch_payloads(config: SynthConfig, s: Structure) -> dict[str, bytes]:
     }
 
 
-def _key_payloads(config: SynthConfig, used: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
-                  ) -> Iterator[dict[str, bytes]]:
-    for strings, times in key_rows(config, used):
-        yield {
-            "keys": binary_rows(
-                [("int8", strings.ids), ("int8", np.full(len(strings.ids), SOURCE_ID)),
-                 ("int4", strings.event_counts), ("vector", strings.embeddings)],
-                [strings.types, strings.names, [n.lower() for n in strings.names], strings.names]),
-            "time_keys": binary_rows(
-                [("int8", times.ids), ("int8", np.full(len(times.ids), SOURCE_ID)), ("int4", times.event_counts),
-                 ("float8", times.ids.astype(np.float64))],
-                [times.types, times.names, times.names]),
-        }
+def _key_payloads(config: SynthConfig, used: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+                  start: int) -> dict[str, bytes]:
+    strings, times = key_rows(config, used, start, _KEY_BATCH)
+    return {
+        "keys": binary_rows(
+            [("int8", strings.ids), ("int8", np.full(len(strings.ids), SOURCE_ID)),
+             ("int4", strings.event_counts), ("vector", strings.embeddings)],
+            [strings.types, strings.names, [n.lower() for n in strings.names], strings.names]),
+        "time_keys": binary_rows(
+            [("int8", times.ids), ("int8", np.full(len(times.ids), SOURCE_ID)), ("int4", times.event_counts),
+             ("float8", times.ids.astype(np.float64))],
+            [times.types, times.names, times.names]),
+    }
 
 
 def _copy(conn: psycopg.Connection, table: str, payload: bytes) -> None:
@@ -179,77 +184,105 @@ def _copy(conn: psycopg.Connection, table: str, payload: bytes) -> None:
         copy.write(HEADER + payload + TRAILER)
 
 
-def _ahead(items: Iterator[T], build: Callable[[T], Any]) -> Iterator[tuple[T, Any]]:
-    """(item, build(item)) in order, the next one built in a thread while the caller loads this one."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = None
-        for item in items:
-            future = pool.submit(build, item)
-            if pending is not None:
-                yield pending[0], pending[1].result()
-            pending = (item, future)
-        if pending is not None:
-            yield pending[0], pending[1].result()
-
-
-def load(conn: psycopg.Connection, config: SynthConfig, progress: Progress) -> ScaleResult:
-    """Bind the embedder; drop the HNSW and secondary indexes; COPY the corpus; rebuild the indexes; ANALYZE."""
-    result = ScaleResult(events=config.events, dim=config.dim)
-    conn.execute("select sag.bind_embedder(%s, %s)", [f"hash-v1:{config.dim}", config.dim])
-    conn.execute("select sag.drop_vector_indexes()")
-    secondary = conn.execute(_SECONDARY_INDEXES).fetchall()
-    for name, _ in secondary:
-        conn.execute(sql.SQL("drop index {}").format(sql.Identifier(*name.split("."))))
-    conn.execute("insert into sag.sources (id, name) overriding system value values (%s, 'default')", [SOURCE_ID])
-    conn.execute("set synchronous_commit = off")
-    conn.commit()
-
-    started = time.perf_counter()
-    used = key_counts(config)
-    result.keys = len(used[0])
-    for payloads in _key_payloads(config, used):
-        for table, data in payloads.items():
-            _copy(conn, table, data)
-        conn.commit()
-    loaded = 0
-    for s, payloads in _ahead(structures(config), lambda s: _batch_payloads(config, s)):
-        for table in _BATCH_TABLES:
+def _copy_all(connections: Queue[psycopg.Connection], payloads: dict[str, bytes], order: tuple[str, ...]) -> None:
+    conn = connections.get()
+    try:
+        for table in order:
             _copy(conn, table, payloads[table])
         conn.commit()
-        loaded += len(s.event_ids)
-        result.chunks += len(s.chunk_ids)
-        result.event_keys += len(s.link_event)
-        progress("load", loaded, config.events)
-    for table in ("sources", "documents", "chunks", "events", "keys"):  # later inserts continue after ours
-        conn.execute(sql.SQL("select setval(pg_get_serial_sequence({}, 'id'), (select max(id) from {}))").format(
-            sql.Literal(f"sag.{table}"), sql.Identifier("sag", table)))
-    conn.commit()
-    result.load_seconds = time.perf_counter() - started
+    finally:
+        connections.put(conn)
 
-    # Enough memory for sorted builds and for the largest HNSW graph (pgvector slows down a lot once the
-    # graph spills out of maintenance_work_mem).
-    need_mb = int(config.events * (4 * config.dim + 400) * 1.3 / 2**20) + 64
-    conn.execute(sql.SQL("set maintenance_work_mem = {}").format(sql.Literal(f"{min(max(need_mb, 256), 8192)}MB")))
-    progress("index", 0, 2)
+
+def _parallel(items: Iterator[T], work: Callable[[T], None], workers: int) -> Iterator[T]:
+    """work(item) on ``workers`` threads, at most 2 * workers in flight; yields the items as they finish."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque[tuple[T, Future[None]]] = deque()
+        for item in items:
+            pending.append((item, pool.submit(work, item)))
+            while len(pending) >= 2 * workers:
+                done, future = pending.popleft()
+                future.result()
+                yield done
+        while pending:
+            done, future = pending.popleft()
+            future.result()
+            yield done
+
+
+def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2) -> ScaleResult:
+    """Bind the embedder; drop the HNSW and secondary indexes; COPY the corpus; rebuild the indexes; ANALYZE.
+
+    Batches are independent once the keys are in (a batch holds whole documents with their chunks, events
+    and links), so ``workers`` connections load them side by side, one transaction per batch.
+    """
+    result = ScaleResult(events=config.events, dim=config.dim)
+    with psycopg.connect(dsn) as conn:
+        conn.execute("select sag.bind_embedder(%s, %s)", [f"hash-v1:{config.dim}", config.dim])
+        conn.execute("select sag.drop_vector_indexes()")
+        secondary = conn.execute(_SECONDARY_INDEXES).fetchall()
+        for name, _ in secondary:
+            conn.execute(sql.SQL("drop index {}").format(sql.Identifier("sag", name)))
+        conn.execute("insert into sag.sources (id, name) overriding system value values (%s, 'default')",
+                     [SOURCE_ID])
+        conn.commit()
+
     started = time.perf_counter()
-    for _, definition in secondary:
-        conn.execute(definition)
-    conn.commit()
-    result.index_seconds = time.perf_counter() - started
-    progress("index", 1, 2)
-    started = time.perf_counter()
-    conn.execute("select sag.create_vector_indexes()")
-    conn.commit()
-    result.hnsw_seconds = time.perf_counter() - started
-    progress("index", 2, 2)
-    started = time.perf_counter()
-    conn.execute("analyze")
-    conn.commit()
-    result.analyze_seconds = time.perf_counter() - started
-    row = conn.execute("select count(*), pg_database_size(current_database()) from sag.chunk_keys").fetchone()
-    assert row is not None
-    result.chunk_keys, result.db_size_bytes = int(row[0]), int(row[1])
-    conn.commit()
+    connections: Queue[psycopg.Connection] = Queue()
+    try:
+        for _ in range(workers):
+            conn = psycopg.connect(dsn)
+            conn.execute("set synchronous_commit = off")
+            conn.commit()
+            connections.put(conn)
+        used = key_counts(config)
+        result.keys = len(used[0])
+        for _ in _parallel(iter(range(0, len(used[0]), _KEY_BATCH)),
+                           lambda start: _copy_all(connections, _key_payloads(config, used, start), _KEY_TABLES),
+                           workers):
+            pass
+        loaded = 0
+        for s in _parallel(structures(config),
+                           lambda s: _copy_all(connections, _batch_payloads(config, s), _BATCH_TABLES), workers):
+            loaded += len(s.event_ids)
+            result.chunks += len(s.chunk_ids)
+            result.event_keys += len(s.link_event)
+            progress("load", loaded, config.events)
+    finally:
+        while not connections.empty():
+            connections.get().close()
+
+    with psycopg.connect(dsn) as conn:
+        for table in ("sources", "documents", "chunks", "events", "keys"):  # later inserts continue after ours
+            conn.execute(sql.SQL("select setval(pg_get_serial_sequence({}, 'id'), (select max(id) from {}))")
+                         .format(sql.Literal(f"sag.{table}"), sql.Identifier("sag", table)))
+        conn.commit()
+        result.load_seconds = time.perf_counter() - started
+
+        # Memory for sorted builds and for the largest HNSW graph (pgvector slows down a lot once the graph
+        # spills out of maintenance_work_mem).
+        need_mb = int(config.events * (4 * config.dim + 400) * 1.3 / 2**20) + 64
+        conn.execute(sql.SQL("set maintenance_work_mem = {}").format(
+            sql.Literal(f"{min(max(need_mb, 256), 8192)}MB")))
+        progress("index", 0, 2)
+        started = time.perf_counter()
+        for _, definition in secondary:
+            conn.execute(definition)
+        conn.commit()
+        result.index_seconds = time.perf_counter() - started
+        progress("index", 1, 2)
+        started = time.perf_counter()
+        conn.execute("select sag.create_vector_indexes()")
+        conn.commit()
+        result.hnsw_seconds = time.perf_counter() - started
+        progress("index", 2, 2)
+        started = time.perf_counter()
+        conn.execute("analyze")
+        conn.commit()
+        result.analyze_seconds = time.perf_counter() - started
+        row = conn.execute("select count(*), pg_database_size(current_database()) from sag.chunk_keys").fetchone()
+        assert row is not None
+        result.chunk_keys, result.db_size_bytes = int(row[0]), int(row[1])
     return result
 
 
@@ -308,15 +341,14 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run_scale(settings: Settings, config: SynthConfig, *, queries: int = 50, keep: bool = False,
+def run_scale(settings: Settings, config: SynthConfig, *, queries: int = 50, keep: bool = False, workers: int = 2,
               progress: Progress = lambda stage, done, total: None) -> ScaleResult:
     """Load ``config`` into ``sag_bench_scale_<events>_<pid>`` on the configured server and measure it."""
     name = f"scale_{config.events}"
     with temporary_database(resolve_dsn(settings), name, keep=keep) as dsn:
         migrate.upgrade(dsn)
-        with psycopg.connect(dsn) as conn:
-            result = load(conn, config, progress)
-            conn.autocommit = True
+        result = load(dsn, config, progress, workers=workers)
+        with psycopg.connect(dsn, autocommit=True) as conn:
             register_vector(conn)
             measure(conn, config, result, queries=queries, progress=progress)
     result.peak_rss_mb = peak_rss_mb()

@@ -35,20 +35,26 @@ _STRUCTURE, _VECTORS, _TEXT, _KEYS = 0, 1, 2, 3  # generator streams
 _CONSONANTS = "bcdfghjklmnprstvwxz"  # 19
 _VOWELS = "aeiouy"                    # 6 -> 114 syllables
 _SYLLABLES = [c + v for c in _CONSONANTS for v in _VOWELS]
-_STOP_WORDS = ("the of and in to a was is for on as by with from at that his he it an which were are its "
-               "be this first also or who their after has had").split()
+_STOP_WORDS = (
+    "the", "of", "and", "in", "to", "a", "was", "is", "for", "on", "as", "by", "with", "from", "at", "that", "his",
+    "he", "it", "an", "which", "were", "are", "its", "be", "this", "first", "also", "or", "who", "their", "after",
+    "has", "had",
+)
 # (type, share of keys) — the offline extractor's mix on the bench sets.
 _TYPES = (("topic", 45), ("person", 25), ("location", 17), ("organization", 9), ("time", 4))
 
 
+_PAIRS = [a + b for a in _SYLLABLES for b in _SYLLABLES]
+
+
 def _word(n: int) -> str:
-    """A pronounceable pseudo-word, distinct for every n >= 0 (bijective base-114 syllables)."""
-    out = []
-    n += 1
-    while n > 0:
-        n, r = divmod(n - 1, len(_SYLLABLES))
-        out.append(_SYLLABLES[r])
-    return "".join(reversed(out))
+    """A pronounceable pseudo-word, distinct for every n >= 0: n in base 114, a syllable a digit."""
+    if n < len(_SYLLABLES):
+        return _SYLLABLES[n]
+    if n < len(_PAIRS):
+        return _PAIRS[n]
+    high, low = divmod(n, len(_PAIRS))
+    return _word(high) + _PAIRS[low]
 
 
 @dataclass(frozen=True)
@@ -174,30 +180,31 @@ class KeyRows:
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int) -> npt.NDArray[np.float32]:
-    vectors = rng.standard_normal((n, dim), dtype=np.float32)
+    """Random unit vectors: uniform coordinates in [-1, 1), normalized (several times cheaper than normal
+    draws; pairwise cosines are just as concentrated around 0, with spread ~1/sqrt(dim))."""
+    vectors = rng.random((n, dim), dtype=np.float32)
+    vectors -= 0.5
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors
 
 
-def key_rows(config: SynthConfig, used: tuple[I64, I64], *,
-             batch_keys: int = 20000) -> Iterator[tuple[KeyRows, KeyRows]]:
-    """The keys of :func:`key_counts`, in batches: (string keys with embeddings, time keys)."""
-    all_ids, all_counts = used
-    for b, start in enumerate(range(0, len(all_ids), batch_keys)):
-        ids = all_ids[start:start + batch_keys]
-        counts = all_counts[start:start + batch_keys]
-        types = key_type(ids)
-        is_time = np.array([t == "time" for t in types], dtype=bool)
-        rng = np.random.default_rng([config.seed, _KEYS, b])
-        groups = []
-        for mask, with_vectors in ((~is_time, True), (is_time, False)):
-            sub = ids[mask]
-            sub_types = [t for t, m in zip(types, mask) if m]
-            groups.append(KeyRows(
-                ids=sub, types=sub_types, names=[key_name(int(i), t) for i, t in zip(sub, sub_types)],
-                event_counts=counts[mask], embeddings=_unit(rng, len(sub), config.dim) if with_vectors else None,
-            ))
-        yield groups[0], groups[1]
+def key_rows(config: SynthConfig, used: tuple[I64, I64], start: int, count: int) -> tuple[KeyRows, KeyRows]:
+    """Keys ``start .. start + count - 1`` of :func:`key_counts`: (string keys with embeddings, time keys).
+    Their embeddings are drawn from a generator seeded by ``start``: any slicing order gives the same rows."""
+    ids = used[0][start:start + count]
+    counts = used[1][start:start + count]
+    types = key_type(ids)
+    is_time = np.array([t == "time" for t in types], dtype=bool)
+    rng = np.random.default_rng([config.seed, _KEYS, start])
+    groups = []
+    for mask, with_vectors in ((~is_time, True), (is_time, False)):
+        sub = ids[mask]
+        sub_types = [t for t, m in zip(types, mask) if m]
+        groups.append(KeyRows(
+            ids=sub, types=sub_types, names=[key_name(int(i), t) for i, t in zip(sub, sub_types)],
+            event_counts=counts[mask], embeddings=_unit(rng, len(sub), config.dim) if with_vectors else None,
+        ))
+    return groups[0], groups[1]
 
 
 @dataclass(frozen=True)

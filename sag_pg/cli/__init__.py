@@ -8,13 +8,14 @@ from collections.abc import Sequence
 import click
 
 from ._common import run_main
+from .ask import ask
 from .db import db
 from .demo import demo
 from .ingest import delete, ingest, source, sources, stats
 from .root import cli
 from .search import search
 
-for command in (db, demo, ingest, search, delete, source, sources, stats):
+for command in (db, demo, ingest, search, ask, delete, source, sources, stats):
     cli.add_command(command)
 
 

@@ -6,6 +6,7 @@ import textwrap
 from typing import Any
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.markup import escape
 
@@ -39,6 +40,11 @@ def ask(app: AppContext, question: str, mode: str, sources: tuple[str, ...], all
     from ..answer import ask as ask_question
     from ..answer import print_trace
 
+    if mode != "deep":
+        given = [f"--{name.replace('_', '-')}" for name in ("max_rounds", "max_llm_calls", "quiet")
+                 if click.get_current_context().get_parameter_source(name) is ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: only with --mode deep")
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
     deep: dict[str, Any] = {"max_rounds": max_rounds, "max_llm_calls": max_llm_calls} if mode == "deep" else {}
     answer = ask_question(app.sag(), question, mode=mode, source=source, top_n=top_n, **deep)

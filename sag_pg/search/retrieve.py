@@ -2,7 +2,8 @@
 
 One statement per stage, so each is timed::
 
-    match_keys -> activate_keys -> expand_keys -> rank_chunks (+ key-chunk edges) -> PageRank -> fetch
+    match_keys, query_chunks -> activate_keys -> expand_keys -> rank_chunks (+ key-chunk edges) -> PageRank
+    -> fetch
 
 All the retrieval math runs in PostgreSQL (see docs/retrieval.md); Python only runs PageRank and builds
 the result.
@@ -18,6 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.adapt import PyFormat
 
 from ..errors import QueryError
 from .pagerank import rank as pagerank_rank
@@ -28,42 +31,55 @@ __all__ = ["RetrievalParams", "retrieve"]
 
 @dataclass(frozen=True)
 class RetrievalParams:
-    """Every knob of the retrieval, with the SQL functions' defaults.
+    """Every knob of the retrieval, with the SQL functions' defaults (docs/retrieval.md gives the reasons).
 
-    ``match_*``: sag.match_keys (seed keys, when none are given); ``event_limit``, ``threshold``,
-    ``key_top_n``, ``max_key_events``: sag.activate_keys and sag.expand_keys (``key_top_n`` is their
-    ``top_n``); ``max_step``, ``min_new_keys``: sag.expand_keys; ``vector_limit``, ``text_limit``,
-    ``key_chunk_limit``, ``text_weight``: sag.rank_chunks; ``pagerank_alpha``: the PageRank damping.
+    ``match_*``: sag.match_keys (seed keys, when none are given); ``vector_limit``, ``text_limit``,
+    ``text_weight``: sag.query_chunks (the query's own chunks and s); ``event_limit``, ``threshold``,
+    ``key_top_n``, ``max_key_events``, ``feedback_chunks``: sag.activate_keys and sag.expand_keys
+    (``key_top_n`` is their ``top_n``); ``max_step``, ``min_new_keys``: sag.expand_keys;
+    ``key_chunk_limit``: sag.rank_chunks; ``pagerank_alpha``: the PageRank damping (the share of a score that
+    comes from the graph rather than from the chunk's own weight_init).
     """
 
     match_top_k: int = 30
-    match_min_similarity: float = 0.2
-    event_limit: int = 200
+    match_min_similarity: float = 0.45
+    event_limit: int = 100
     threshold: float = 0.1
     key_top_n: int = 20
-    max_key_events: int = 2000
+    max_key_events: int = 20
     max_step: int = 3
     min_new_keys: int = 1
     vector_limit: int = 50
     text_limit: int = 50
-    key_chunk_limit: int = 1000
-    text_weight: float = 0.5
-    pagerank_alpha: float = 0.85
+    key_chunk_limit: int = 100
+    text_weight: float = 0.85
+    pagerank_alpha: float = 0.3
+    feedback_chunks: int = 1
 
 
-_MATCH = "select key_id, similarity from sag.match_keys(%s::vector, %s, top_k => %s, min_similarity => %s)"
+# Query vectors go as binary (%b: pgvector's binary dumper for numpy arrays): formatting 512 floats as text
+# costs about 0.3 ms per statement.
+_MATCH = "select key_id, similarity from sag.match_keys(%b, %s, top_k => %s, min_similarity => %s)"
+_QUERY_CHUNKS = """
+select chunk_id, similarity, text_score, s, via_vector, via_text
+  from sag.query_chunks(%b, %s::text[], %s, vector_limit => %s, text_limit => %s, text_weight => %s,
+                        chunk_filter => %s::bigint[])"""
 _ACTIVATE = """
 select key_id, weight, step
-  from sag.activate_keys(%s::vector, %s, %s, %s, event_limit => %s, threshold => %s, top_n => %s,
-                         max_key_events => %s)"""
+  from sag.activate_keys(%b, %s::bigint[], %s::float8[], %s, event_limit => %s, threshold => %s, top_n => %s,
+                         max_key_events => %s, chunk_ids => %s::bigint[], chunk_similarities => %s::float8[],
+                         chunk_text_scores => %s::float8[], text_weight => %s, feedback_chunks => %s,
+                         event_filter => %s::bigint[])"""
 _EXPAND = """
 select key_id, weight, step
-  from sag.expand_keys(%s::vector, %s, %s, %s, %s, max_step => %s, threshold => %s, top_n => %s,
-                       min_new_keys => %s, max_key_events => %s)"""
+  from sag.expand_keys(%b, %s::bigint[], %s::float8[], %s::int[], %s, max_step => %s, threshold => %s,
+                       top_n => %s, min_new_keys => %s, max_key_events => %s, event_filter => %s::bigint[])"""
 _RANK = """
 select chunk_id, similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text
-  from sag.rank_chunks(%s::vector, %s, %s, %s, %s, %s, vector_limit => %s, text_limit => %s,
-                       key_chunk_limit => %s, text_weight => %s)"""
+  from sag.rank_chunks(%b, %s::text[], %s::bigint[], %s::float8[], %s::int[], %s, vector_limit => %s,
+                       text_limit => %s, key_chunk_limit => %s, text_weight => %s, chunk_ids => %s::bigint[],
+                       chunk_similarities => %s::float8[], chunk_text_scores => %s::float8[],
+                       chunk_via_vector => %s::boolean[], chunk_filter => %s::bigint[])"""
 _EDGES = "select chunk_id, key_id, count from sag.chunk_keys where chunk_id = any(%s) and key_id = any(%s)"
 # The top chunks with their document, events and keys (key-final weight/step when activated), and the
 # details of key-final, in one round trip.
@@ -95,13 +111,21 @@ select
 """
 
 
-def _vector_literal(embedding: npt.ArrayLike) -> str:
+def _query_vector(embedding: npt.ArrayLike) -> npt.NDArray[np.float32]:
     vec = np.asarray(embedding, dtype=np.float32)
     if vec.ndim != 1 or vec.size == 0:
         raise QueryError(f"query_embedding must be a non-empty 1-D vector, got shape {vec.shape}")
     if not np.all(np.isfinite(vec)):
         raise QueryError("query_embedding contains NaN or infinite values")
-    return "[" + ",".join(repr(float(x)) for x in vec) + "]"
+    return np.ascontiguousarray(vec)
+
+
+def _ensure_vector_dumper(conn: psycopg.Connection) -> None:
+    """pgvector's binary dumper for numpy arrays, registered unless the connection has it already."""
+    try:
+        conn.adapters.get_dumper(np.ndarray, PyFormat.BINARY)
+    except psycopg.ProgrammingError:
+        register_vector(conn)
 
 
 def _columns(rows: Sequence[Sequence[Any]], n: int) -> list[list[Any]]:
@@ -120,19 +144,28 @@ def retrieve(
     params: RetrievalParams = RetrievalParams(),
     use_pagerank: bool = True,
     query: str | None = None,
+    allowed: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> SearchResult:
     """Run the SAG retrieval for one query and return the ``top_n`` chunks.
 
     ``query_embedding`` comes from the database's embedder; ``query_tokens`` are pre-segmented, lower-cased
     tokens (as stored in ``chunks.tokens``) for BM25.  ``source_ids`` None searches every source; otherwise
     nothing outside them is used.  ``seed_keys`` are (key id, weight) pairs for stage 1; None: the keys
-    most similar to the query (``sag.match_keys``).  Without PageRank, chunks are ordered by weight_init.
-    Raises :class:`~sag_pg.errors.QueryError` for invalid parameters.
+    most similar to the query (``sag.match_keys``).  ``allowed`` narrows the search to a pre-computed set,
+    ``(event ids, chunk ids)`` as :func:`~sag_pg.search.restrict.allowed_events` returns it: only those events
+    activate keys and only those chunks are returned (None: no restriction).  Without PageRank, chunks are
+    ordered by weight_init.  Raises :class:`~sag_pg.errors.QueryError` for invalid parameters.
     """
     if top_n < 1:
         raise QueryError(f"top_n must be >= 1, got {top_n}")
-    vec = _vector_literal(query_embedding)
+    vec = _query_vector(query_embedding)
+    _ensure_vector_dumper(conn)
     tokens = [t for t in query_tokens if t]
+    event_filter: list[int] | None = None
+    chunk_filter: list[int] | None = None
+    if allowed is not None:
+        event_filter = sorted({int(e) for e in allowed[0]})
+        chunk_filter = sorted({int(c) for c in allowed[1]})
     p = params
     timings: dict[str, float] = {}
     started = time.perf_counter()
@@ -151,14 +184,19 @@ def retrieve(
             else:
                 seed_ids = [int(k) for k, _ in seed_keys]
                 seed_w = [float(w) for _, w in seed_keys]
-            act = timed("activate_keys", _ACTIVATE, [vec, seed_ids, seed_w, source_ids, p.event_limit,
-                                                      p.threshold, p.key_top_n, p.max_key_events])
+            qc = timed("query_chunks", _QUERY_CHUNKS, [vec, tokens, source_ids, p.vector_limit, p.text_limit,
+                                                        p.text_weight, chunk_filter])
+            qc_ids, qc_sim, qc_ts, _, qc_vv, _ = _columns(qc, 6)
+            act = timed("activate_keys", _ACTIVATE, [vec, seed_ids, seed_w, source_ids, p.event_limit, p.threshold,
+                                                      p.key_top_n, p.max_key_events, qc_ids, qc_sim, qc_ts,
+                                                      p.text_weight, p.feedback_chunks, event_filter])
             act_ids, act_w, act_s = _columns(act, 3)
-            kf = timed("expand_keys", _EXPAND, [vec, act_ids, act_w, act_s, source_ids, p.max_step,
-                                                 p.threshold, p.key_top_n, p.min_new_keys, p.max_key_events])
+            kf = timed("expand_keys", _EXPAND, [vec, act_ids, act_w, act_s, source_ids, p.max_step, p.threshold,
+                                                 p.key_top_n, p.min_new_keys, p.max_key_events, event_filter])
             kf_ids, kf_w, kf_s = _columns(kf, 3)
             ranked = timed("rank_chunks", _RANK, [vec, tokens, kf_ids, kf_w, kf_s, source_ids, p.vector_limit,
-                                                   p.text_limit, p.key_chunk_limit, p.text_weight])
+                                                   p.text_limit, p.key_chunk_limit, p.text_weight, qc_ids, qc_sim,
+                                                   qc_ts, qc_vv, chunk_filter])
             chunk_ids = [r[0] for r in ranked]
             weight_init = {r[0]: r[5] for r in ranked}
 

@@ -9,6 +9,11 @@
 --     hnsw.iterative_scan = relaxed_order for their own duration only (see below).
 --   * A key linked to more than max_key_events events is a hub: it is never expanded (its events are not
 --     fetched) and never enters key-final.
+--   * Key weights are distributions: every activation (stage 1, each hop of stage 2) is L1-normalized over
+--     the keys it keeps, so the weights of one activation sum to 1.
+--   * event_filter / chunk_filter (bigint[], NULL = no filter): the `sql` restriction of sag-algorithm §3.1,
+--     pre-computed (sag_pg.search.restrict.allowed_events).  Only allowed events activate keys; only allowed
+--     chunks are returned.  An empty array allows nothing.
 
 -- Raises 22023 (invalid_parameter_value) with `message` unless `ok` is true; returns true.
 create or replace function sag._require(ok boolean, message text)
@@ -24,6 +29,13 @@ begin
 end;
 $$;
 
+-- Signatures that gained parameters: drop the old ones, or calls would be ambiguous between two overloads.
+drop function if exists sag._nearest_events(vector, bigint[], integer);
+drop function if exists sag._nearest_chunks(vector, bigint[], integer);
+drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer);
+drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+                                        integer, integer);
+
 -- Nearest neighbours by the HNSW indexes: the `lim` rows nearest to `query_embedding` (cosine distance), in
 -- the index's order (relaxed: nearly sorted), NaN distances (zero vectors) left out.  Callers sort.
 -- * enable_sort = off makes the planner take the HNSW index even when a source filter looks selective: the
@@ -37,6 +49,12 @@ $$;
 --   of the caller's transaction), so both hnsw settings are named there.  The same holds for language sql
 --   functions (a `select set_config(...)` statement before the query, plus the SET clause); plpgsql is used
 --   here because the limit is a parameter.
+-- * Keys get a wider search (ef_search = 4 * lim, at least 100): key embeddings are short names, and with the
+--   hash embedder many are near-ties; at ef_search = lim the index found 78 % of the true 30 nearest keys on
+--   the MuSiQue corpus, at 4 * lim 98 % (about 1 ms more).
+-- * With an id filter (events, chunks) the search is exact over the allowed rows: a selective filter would
+--   starve an approximate index scan, and the allowed set of a restriction is usually small.  The cost grows
+--   with the number of allowed rows.
 create or replace function sag._nearest_keys(query_embedding vector, source_ids bigint[], lim integer)
 returns table (key_id bigint, distance float8)
 language plpgsql stable
@@ -46,7 +64,7 @@ set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
 as $$
 begin
-    perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
+    perform set_config('hnsw.ef_search', least(greatest(4 * lim, 100), 1000)::text, true);
     return query
     select x.id, x.distance
       from (select k.id, k.embedding <=> query_embedding as distance
@@ -59,7 +77,8 @@ begin
 end;
 $$;
 
-create or replace function sag._nearest_events(query_embedding vector, source_ids bigint[], lim integer)
+create or replace function sag._nearest_events(query_embedding vector, source_ids bigint[], lim integer,
+                                               event_filter bigint[] default null)
 returns table (event_id bigint, distance float8)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -68,6 +87,21 @@ set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
 as $$
 begin
+    if event_filter is not null then
+        -- Exact over the allowed events (materialized first, so the planner cannot pick the HNSW index).
+        return query
+        with allowed as materialized (
+            select e.id, e.embedding <=> query_embedding as distance
+              from sag.events e
+             where e.id in (select unnest(event_filter))
+               and e.embedding is not null
+               and (source_ids is null or e.source_id = any (source_ids)))
+        select a.id, a.distance from allowed a
+         where a.distance <> 'NaN'::float8
+         order by a.distance, a.id
+         limit lim;
+        return;
+    end if;
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
     return query
     select x.id, x.distance
@@ -81,7 +115,8 @@ begin
 end;
 $$;
 
-create or replace function sag._nearest_chunks(query_embedding vector, source_ids bigint[], lim integer)
+create or replace function sag._nearest_chunks(query_embedding vector, source_ids bigint[], lim integer,
+                                               chunk_filter bigint[] default null)
 returns table (chunk_id bigint, distance float8)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -90,6 +125,20 @@ set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
 as $$
 begin
+    if chunk_filter is not null then
+        return query
+        with allowed as materialized (
+            select c.id, c.embedding <=> query_embedding as distance
+              from sag.chunks c
+             where c.id in (select unnest(chunk_filter))
+               and c.embedding is not null
+               and (source_ids is null or c.source_id = any (source_ids)))
+        select a.id, a.distance from allowed a
+         where a.distance <> 'NaN'::float8
+         order by a.distance, a.id
+         limit lim;
+        return;
+    end if;
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
     return query
     select x.id, x.distance
@@ -107,7 +156,7 @@ create or replace function sag.match_keys(
     query_embedding vector,
     source_ids bigint[] default null,
     top_k integer default 30,
-    min_similarity float8 default 0.2)
+    min_similarity float8 default 0.45)
 returns table (key_id bigint, similarity float8)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -129,12 +178,14 @@ $$;
 comment on function sag.match_keys(vector, bigint[], integer, float8) is
     'Stage 1 step 1 (sag-algorithm §2.2): the top_k string keys nearest to the query embedding (HNSW on '
     'keys.embedding), similarity = greatest(0, 1 - cosine distance) >= min_similarity; these are the seed '
-    'keys and their weights k1.  Example: select * from sag.match_keys(sag.embed_hash(''who founded Apple''));';
+    'keys and their weights k1.  The default 0.45 suits the hash embedder (a key sharing one common word with '
+    'the question scores 0.2-0.4).  Example: select * from sag.match_keys(sag.embed_hash(''who founded Apple''));';
 
 -- Reverse activation and dynamic pruning, shared by stage 1 and every hop of stage 2:
---   W(k) = sum of the weights of the given events that contain k,
---   normalized by the largest W, kept if >= threshold, then the top_n by weight (ties by key_id).
--- Hub keys (event_count > max_key_events) and keys outside source_ids are left out before normalizing.
+--   W(k) = sum of the weights of the given events that contain k;
+--   kept if W(k) >= threshold * the largest W, then the top_n by W (ties by key_id);
+--   L1-normalized over the kept keys: the returned weights sum to 1.
+-- Hub keys (event_count > max_key_events) and keys outside source_ids are left out before anything else.
 create or replace function sag._activate(
     event_ids bigint[], event_weights float8[], source_ids bigint[],
     threshold float8, top_n integer, max_key_events integer)
@@ -152,20 +203,22 @@ as $$
          group by ek.key_id
     ),
     eligible as (
-        select a.key_id, a.w
+        select a.key_id, a.w, max(a.w) over () as top
           from activated a
           join sag.keys k on k.id = a.key_id
          where k.event_count <= max_key_events
            and (source_ids is null or k.source_id = any (source_ids))
     ),
-    normalized as (
-        select g.key_id, g.w / max(g.w) over () as weight from eligible g
+    kept as (
+        select g.key_id, g.w
+          from eligible g
+         where g.w >= threshold * g.top
+         order by g.w desc, g.key_id
+         limit top_n
     )
-    select n.key_id, n.weight
-      from normalized n
-     where n.weight >= threshold
-     order by n.weight desc, n.key_id
-     limit top_n
+    select k.key_id, k.w / sum(k.w) over () as weight
+      from kept k
+     order by k.w desc, k.key_id
 $$;
 
 create or replace function sag.activate_keys(
@@ -173,10 +226,16 @@ create or replace function sag.activate_keys(
     seed_key_ids bigint[],
     seed_weights float8[],
     source_ids bigint[] default null,
-    event_limit integer default 200,
+    event_limit integer default 100,
     threshold float8 default 0.1,
     top_n integer default 20,
-    max_key_events integer default 2000)
+    max_key_events integer default 20,
+    chunk_ids bigint[] default null,
+    chunk_similarities float8[] default null,
+    chunk_text_scores float8[] default null,
+    text_weight float8 default 0.85,
+    feedback_chunks integer default 1,
+    event_filter bigint[] default null)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -184,23 +243,46 @@ as $$
 declare
     ev_ids bigint[];
     ev_w float8[];
+    -- Weight of the BM25 part in an event's relevance: only when the query's chunks are given.
+    etw float8 := case when chunk_ids is null then 0 else text_weight end;
 begin
     perform sag._require(query_embedding is not null, 'sag.activate_keys: query_embedding must not be NULL');
     perform sag._require(cardinality(coalesce(seed_key_ids, '{}')) = cardinality(coalesce(seed_weights, '{}')),
                          format('sag.activate_keys: seed_key_ids (%s) and seed_weights (%s) must have the same length',
                                 cardinality(seed_key_ids), cardinality(seed_weights)));
+    perform sag._require(cardinality(coalesce(chunk_ids, '{}')) = cardinality(coalesce(chunk_similarities, '{}'))
+                         and cardinality(coalesce(chunk_ids, '{}')) = cardinality(coalesce(chunk_text_scores, '{}')),
+                         'sag.activate_keys: chunk_ids, chunk_similarities and chunk_text_scores must have the same length');
     perform sag._require(event_limit >= 1, format('sag.activate_keys: event_limit must be >= 1, got %s', event_limit));
     perform sag._require(threshold >= 0 and threshold <= 1,
-                         format('sag.activate_keys: threshold must be in [0, 1] (weights are normalized), got %s',
+                         format('sag.activate_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
                                 threshold));
     perform sag._require(top_n >= 1, format('sag.activate_keys: top_n must be >= 1, got %s', top_n));
     perform sag._require(max_key_events >= 1,
                          format('sag.activate_keys: max_key_events must be >= 1, got %s', max_key_events));
+    perform sag._require(text_weight >= 0 and text_weight <= 1,
+                         format('sag.activate_keys: text_weight must be in [0, 1], got %s', text_weight));
+    perform sag._require(feedback_chunks >= 0,
+                         format('sag.activate_keys: feedback_chunks must be >= 0, got %s', feedback_chunks));
 
-    with seeds as (
-        -- k1 of each seed key: hubs and keys outside the sources are not expanded.
+    with qc as (
+        -- The query's own chunks (sag.query_chunks): s(c, Q) and the BM25 part text_score.
+        select u.chunk_id, max((1 - text_weight) * coalesce(u.sim, 0) + text_weight * coalesce(u.ts, 0)) as s,
+               max(coalesce(u.ts, 0)) as ts
+          from unnest(chunk_ids, chunk_similarities, chunk_text_scores) as u(chunk_id, sim, ts)
+         group by u.chunk_id
+    ),
+    feedback as (
+        -- Pseudo-relevance feedback: the feedback_chunks chunks with the highest s.
+        select q.chunk_id, q.s from qc q where q.s > 0 order by q.s desc, q.chunk_id limit feedback_chunks
+    ),
+    seeds as (
+        -- k1: the given seeds, plus every key of the feedback chunks with k1 = s of its chunk; a key given
+        -- twice keeps its largest weight.  Hubs and keys outside the sources are not expanded.
         select s.key_id, max(s.w) as w
-          from unnest(seed_key_ids, seed_weights) as s(key_id, w)
+          from (select u.key_id, u.w from unnest(seed_key_ids, seed_weights) as u(key_id, w)
+                union all
+                select ck.key_id, f.s from feedback f join sag.chunk_keys ck on ck.chunk_id = f.chunk_id) s
           join sag.keys k on k.id = s.key_id
          where s.w > 0
            and k.event_count <= max_key_events
@@ -209,42 +291,69 @@ begin
     ),
     seed_events as (
         -- Event-key-query-related, with W_event-key(e) = sum of k1 over the seed keys e contains.
-        select ek.event_id, sum(s.w) as w_ek
+        select ek.event_id, e.chunk_id, sum(s.w) as w_ek
           from seeds s
           join sag.event_keys ek on ek.key_id = s.key_id
           join sag.events e on e.id = ek.event_id
-         where source_ids is null or e.source_id = any (source_ids)
-         group by ek.event_id
+         where (source_ids is null or e.source_id = any (source_ids))
+           and (event_filter is null or e.id in (select unnest(event_filter)))
+         group by ek.event_id, e.chunk_id
     ),
     e1 as (
-        -- Event-query-related: the event_limit events nearest to the query (HNSW), similarity e1.
-        select n.event_id, greatest(0, 1 - n.distance) as sim
-          from sag._nearest_events(query_embedding, source_ids, event_limit) n
+        -- Event-query-related: the event_limit events nearest to the query (HNSW, cosine known), and the
+        -- events of the query's BM25 chunks (text_score > 0; cosine computed below when needed).
+        select x.event_id, max(x.sim) as sim
+          from (select n.event_id, greatest(0, 1 - n.distance) as sim
+                  from sag._nearest_events(query_embedding, source_ids, event_limit, event_filter) n
+                union all
+                select e.id, null::float8
+                  from qc join sag.events e on e.chunk_id = qc.chunk_id
+                 where qc.ts > 0
+                   and (source_ids is null or e.source_id = any (source_ids))
+                   and (event_filter is null or e.id in (select unnest(event_filter)))) x
+         group by x.event_id
     ),
     intersected as (
-        -- Event-related = the intersection; W_e2 = W_event-key * e1.
-        select se.event_id, se.w_ek * e1.sim as w
-          from seed_events se join e1 on e1.event_id = se.event_id
-         where se.w_ek * e1.sim > 0
+        -- Event-related = the intersection; W_e2 = W_event-key * e1, where e1 of an event mixes its cosine
+        -- with the BM25 of its chunk like s does: (1 - text_weight) * cos + text_weight * text_score.
+        select r.event_id, r.w
+          from (select se.event_id,
+                       se.w_ek * ((1 - etw) * coalesce(e1.sim,
+                                      (select greatest(0, 1 - coalesce(nullif(x.embedding <=> query_embedding, 'NaN'), 1))
+                                         from sag.events x where x.id = se.event_id))
+                                  + etw * coalesce(qc.ts, 0)) as w
+                  from seed_events se
+                  join e1 on e1.event_id = se.event_id
+                  left join qc on qc.chunk_id = se.chunk_id) r
+         where r.w > 0
     ),
     fallback_seed as (
         -- Empty intersection: the seed keys' events (the event_limit with the largest W_event-key),
         -- with e1 computed exactly for them.
-        select s.event_id, s.w_ek * greatest(0, 1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1)) as w
-          from (select se.event_id, se.w_ek from seed_events se
+        select s.event_id,
+               s.w_ek * ((1 - etw) * greatest(0, 1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1))
+                         + etw * coalesce(qc.ts, 0)) as w
+          from (select se.event_id, se.chunk_id, se.w_ek from seed_events se
                  where not exists (select 1 from intersected)
                  order by se.w_ek desc, se.event_id
                  limit event_limit) s
           join sag.events e on e.id = s.event_id
+          left join qc on qc.chunk_id = s.chunk_id
     ),
     fallback_query as (
         -- No seed-key event relates to the query at all: event-driven retrieval (§2.1 option 2),
         -- the e1 events with W_event-key = 1.
-        select e1.event_id, e1.sim as w
-          from e1
-         where e1.sim > 0
-           and not exists (select 1 from intersected)
-           and not exists (select 1 from fallback_seed where fallback_seed.w > 0)
+        select r.event_id, r.w
+          from (select e1.event_id,
+                       (1 - etw) * coalesce(e1.sim,
+                                      greatest(0, 1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1)))
+                       + etw * coalesce(qc.ts, 0) as w
+                  from e1
+                  join sag.events e on e.id = e1.event_id
+                  left join qc on qc.chunk_id = e.chunk_id
+                 where not exists (select 1 from intersected)
+                   and not exists (select 1 from fallback_seed where fallback_seed.w > 0)) r
+         where r.w > 0
     ),
     weighted as (
         select i.event_id, i.w from intersected i
@@ -261,15 +370,18 @@ begin
      order by a.weight desc, a.key_id;
 end;
 $$;
-comment on function sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer) is
-    'Stage 1 (sag-algorithm §2.2 steps 2-8).  Seed keys (weights k1, e.g. from sag.match_keys) -> their events '
-    '(SQL join; a seed key with more than max_key_events events is a hub and is not expanded); the query -> its '
-    'event_limit nearest events (HNSW, similarity e1); intersection; W_event-key(e) = sum of k1 over the seed keys '
-    'in e; W_e2 = W_event-key * e1; W(k) = sum of W_e2 over the intersected events containing k, for every key of '
-    'those events; normalized by the maximum; kept if >= threshold, then the top_n (ties by key_id); step = 1. '
-    'Empty intersection: the seed keys'' events scored by their exact similarity to the query; no seed-key event '
-    'with a positive weight: the e1 events with W_event-key = 1 (event-driven retrieval).  Hubs never enter the '
-    'result.  source_ids NULL = all sources.';
+comment on function sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+                                      bigint[], float8[], float8[], float8, integer, bigint[]) is
+    'Stage 1 (sag-algorithm §2.2 steps 2-8).  Seeds k1: the given keys (e.g. from sag.match_keys) plus, when the '
+    'query''s chunks are given (chunk_ids/chunk_similarities/chunk_text_scores, from sag.query_chunks), every key '
+    'of the feedback_chunks chunks with the highest s, with k1 = s (pseudo-relevance feedback).  Seeds -> their '
+    'events (SQL join; hubs with more than max_key_events events are not expanded); the query -> its event_limit '
+    'nearest events (HNSW) and the events of its BM25 chunks, e1 = (1 - text_weight) * cosine + text_weight * '
+    'text_score of the event''s chunk (plain cosine without chunks); intersection; W_event-key(e) = sum of k1 '
+    'over the seeds in e; W_e2 = W_event-key * e1; W(k) = sum of W_e2 over the intersected events containing k; '
+    'kept if >= threshold * max W, then the top_n (ties by key_id); L1-normalized (weights sum to 1); step = 1. '
+    'Empty intersection: the seeds'' events scored exactly; still nothing: the e1 events with W_event-key = 1. '
+    'event_filter (NULL = none): only those events activate keys.  source_ids NULL = all sources.';
 
 create or replace function sag.expand_keys(
     query_embedding vector,
@@ -281,7 +393,8 @@ create or replace function sag.expand_keys(
     threshold float8 default 0.1,
     top_n integer default 20,
     min_new_keys integer default 1,
-    max_key_events integer default 2000)
+    max_key_events integer default 20,
+    event_filter bigint[] default null)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -303,7 +416,7 @@ begin
                          'sag.expand_keys: key_ids, key_weights and key_steps must have the same length');
     perform sag._require(max_step >= 1, format('sag.expand_keys: max_step must be >= 1, got %s', max_step));
     perform sag._require(threshold >= 0 and threshold <= 1,
-                         format('sag.expand_keys: threshold must be in [0, 1] (weights are normalized), got %s',
+                         format('sag.expand_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
                                 threshold));
     perform sag._require(top_n >= 1, format('sag.expand_keys: top_n must be >= 1, got %s', top_n));
     perform sag._require(min_new_keys >= 0, format('sag.expand_keys: min_new_keys must be >= 0, got %s', min_new_keys));
@@ -326,8 +439,9 @@ begin
 
     while f_ids is not null and hop < max_step loop
         hop := hop + 1;
-        -- Events of F (hubs not expanded), each weighted W_e-jump = W_event-key-2 * similarity to the
-        -- ORIGINAL query, computed exactly (no index): W_event-key-2(e) = sum of W(k) over k in F and e.
+        -- Events of F (hubs not expanded; only allowed events), each weighted W_e-jump = W_event-key-2 *
+        -- cosine with the ORIGINAL query, computed exactly (no index): W_event-key-2(e) = sum of W(k) over k in
+        -- F and e.
         select array_agg(x.event_id), array_agg(x.w) into ev_ids, ev_w
           from (select ev.event_id,
                        ev.w_ek * greatest(0, 1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1)) as w
@@ -338,9 +452,10 @@ begin
                          where k.event_count <= max_key_events and f.w > 0
                          group by ek.event_id) ev
                   join sag.events e on e.id = ev.event_id
-                 where source_ids is null or e.source_id = any (source_ids)) x;
+                 where (source_ids is null or e.source_id = any (source_ids))
+                   and (event_filter is null or e.id in (select unnest(event_filter)))) x;
 
-        -- Reverse activation over all keys of those events, normalized and pruned: F'.
+        -- Reverse activation over all keys of those events, pruned and L1-normalized: F'.
         select array_agg(a.key_id order by a.weight desc, a.key_id), array_agg(a.weight order by a.weight desc, a.key_id)
           into f_ids, f_w
           from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events) a;
@@ -365,12 +480,13 @@ begin
      order by a.w desc, a.step, a.key_id;
 end;
 $$;
-comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer, integer) is
+comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer,
+                                    integer, bigint[]) is
     'Stage 2, the multi-hop loop (sag-algorithm §2.3).  From the previous hop''s key set F (first: the input '
-    'keys): events of F (SQL join; hubs with more than max_key_events events not expanded); their exact '
-    'similarity to the original query; W_event-key-2(e) = sum of W(k) over k in F and e; W_e-jump = '
-    'W_event-key-2 * similarity; W(k) = sum of W_e-jump over those events containing k, for all their keys; '
-    'normalized by the maximum, kept if >= threshold, top_n -> F''.  New keys get step = the hop number (the '
-    'input keys'' largest step + 1, +2, ...).  Stops after hop max_step or when fewer than min_new_keys new keys '
-    'arrived.  Returns the accumulated key-final, input keys included: each key with its first step and its '
+    'keys): events of F (SQL join; hubs with more than max_key_events events not expanded; only event_filter '
+    'events when given); their exact cosine with the original query; W_event-key-2(e) = sum of W(k) over k in F '
+    'and e; W_e-jump = W_event-key-2 * cosine; W(k) = sum of W_e-jump over those events containing k, for all '
+    'their keys; kept if >= threshold * max, top_n, L1-normalized -> F''.  New keys get step = the hop number '
+    '(the input keys'' largest step + 1, +2, ...).  Stops after hop max_step or when fewer than min_new_keys new '
+    'keys arrived.  Returns the accumulated key-final, input keys included: each key with its first step and its '
     'largest weight, ordered by weight.';

@@ -2,6 +2,14 @@
 -- stage 3 of the SAG retrieval (sag-algorithm §2.4): the initial chunk weights.  Re-applied on every upgrade.
 -- docs/retrieval.md explains every formula and choice made here.
 
+-- Signatures that gained parameters: drop the old ones, or calls would be ambiguous between two overloads.
+drop function if exists sag._bm25_score(text[], integer[], float8[], tsquery, bigint[], float8, float8, float8);
+drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8);
+drop function if exists sag.dense_chunks(vector, bigint[], integer);
+drop function if exists sag.hybrid_chunks(vector, text[], bigint[], integer, integer);
+drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
+                                        integer, float8);
+
 -- A tsquery matching exactly one lexeme, whatever characters it holds (quotes and backslashes escaped).
 create or replace function sag._lexeme_query(lexeme text)
 returns tsquery
@@ -21,11 +29,12 @@ as $$
 $$;
 
 -- Exact BM25 scores of the chunks of the given sources (NULL = all) that match `match_query` (found with the
--- GIN index), on all query terms (`terms`, `qtfs`, `idfs`).  tf is the number of positions of the lexeme in
--- tsv: setweight + ts_filter cut the tsvector down to the query terms before it is unnested.
+-- GIN index), on all query terms (`terms`, `qtfs`, `idfs`), only chunks in chunk_filter when it is given.  tf
+-- is the number of positions of the lexeme in tsv: setweight + ts_filter cut the tsvector down to the query
+-- terms before it is unnested.
 create or replace function sag._bm25_score(
     terms text[], qtfs integer[], idfs float8[], match_query tsquery, source_ids bigint[],
-    avgdl float8, k1 float8, b float8)
+    avgdl float8, k1 float8, b float8, chunk_filter bigint[] default null)
 returns table (chunk_id bigint, score float8)
 language sql stable parallel safe
 set search_path = sag, public, pg_catalog
@@ -36,7 +45,8 @@ as $$
                    array_position(terms, (c.x).lexeme) as i, cardinality((c.x).positions)::float8 as tf
               from (select c.id, c.token_count, unnest(ts_filter(setweight(c.tsv, 'A', terms), '{a}')) as x
                       from sag.chunks c
-                     where c.tsv @@ match_query and (source_ids is null or c.source_id = any (source_ids))) c) s
+                     where c.tsv @@ match_query and (source_ids is null or c.source_id = any (source_ids))
+                       and (chunk_filter is null or c.id in (select unnest(chunk_filter)))) c) s
      group by s.id
 $$;
 
@@ -45,7 +55,8 @@ create or replace function sag.bm25_chunks(
     source_ids bigint[] default null,
     top_k integer default 50,
     k1 float8 default 1.2,
-    b float8 default 0.75)
+    b float8 default 0.75,
+    chunk_filter bigint[] default null)
 returns table (chunk_id bigint, score float8)
 language plpgsql stable parallel safe
 set search_path = sag, public, pg_catalog
@@ -72,7 +83,8 @@ begin
     perform sag._require(k1 >= 0, format('sag.bm25_chunks: k1 must be >= 0, got %s', k1));
     perform sag._require(b >= 0 and b <= 1, format('sag.bm25_chunks: b must be in [0, 1], got %s', b));
 
-    -- N and avgdl over the searched sources.
+    -- N, avgdl and df over the searched sources, whatever chunk_filter says: a restriction narrows what is
+    -- returned, not the corpus statistics.
     select count(*), avg(c.token_count::float8) into n, avgdl
       from sag.chunks c where source_ids is null or c.source_id = any (source_ids);
     if n = 0 then
@@ -125,7 +137,7 @@ begin
                         select sc.chunk_id, sc.score
                           from sag._bm25_score(terms, qtfs, idfs,
                                                case when seen is null then batch else batch && !! seen end,
-                                               source_ids, avgdl, k1, b) sc) u
+                                               source_ids, avgdl, k1, b, chunk_filter) sc) u
                  order by u.score desc, u.chunk_id
                  limit top_k) s;
         best := coalesce(best, '{}');
@@ -139,17 +151,19 @@ begin
     return query select u.c, u.s from unnest(best, best_scores) as u(c, s);
 end;
 $$;
-comment on function sag.bm25_chunks(text[], bigint[], integer, float8, float8) is
+comment on function sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[]) is
     'BM25 (Lucene variant, as bm25s method="lucene") over sag.chunks.tsv: score(c) = sum over query terms t of '
     'qtf(t) * idf(t) * tf / (tf + k1 * (1 - b + b * token_count / avgdl)), idf(t) = ln(1 + (N - df + 0.5) / '
     '(df + 0.5)); N, df, avgdl over the searched sources (NULL = all); qtf = how often t is in the query.  '
     'query_tokens: pre-segmented, lower-cased tokens as in chunks.tokens.  Exact top_k, ties by chunk_id, found '
-    'with the GIN index and MaxScore pruning.  tf is capped at 255 (to_tsvector keeps 255 positions per lexeme).';
+    'with the GIN index and MaxScore pruning.  tf is capped at 255 (to_tsvector keeps 255 positions per lexeme). '
+    'chunk_filter (NULL = none): only those chunks are returned; the statistics stay those of the sources.';
 
 create or replace function sag.dense_chunks(
     query_embedding vector,
     source_ids bigint[] default null,
-    top_k integer default 50)
+    top_k integer default 50,
+    chunk_filter bigint[] default null)
 returns table (chunk_id bigint, similarity float8)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -159,20 +173,22 @@ begin
     perform sag._require(top_k >= 1, format('sag.dense_chunks: top_k must be >= 1, got %s', top_k));
     return query
     select n.chunk_id, greatest(0, 1 - n.distance)
-      from sag._nearest_chunks(query_embedding, source_ids, top_k) n
+      from sag._nearest_chunks(query_embedding, source_ids, top_k, chunk_filter) n
      order by n.distance, n.chunk_id;
 end;
 $$;
-comment on function sag.dense_chunks(vector, bigint[], integer) is
+comment on function sag.dense_chunks(vector, bigint[], integer, bigint[]) is
     'Dense retrieval (baseline): the top_k chunks nearest to the query embedding by the HNSW index on '
-    'chunks.embedding, similarity = greatest(0, 1 - cosine distance).  source_ids NULL = all sources.';
+    'chunks.embedding, similarity = greatest(0, 1 - cosine distance).  source_ids NULL = all sources; '
+    'chunk_filter (NULL = none): exact search over those chunks only.';
 
 create or replace function sag.hybrid_chunks(
     query_embedding vector,
     query_tokens text[],
     source_ids bigint[] default null,
     top_k integer default 50,
-    rrf_k integer default 60)
+    rrf_k integer default 60,
+    chunk_filter bigint[] default null)
 returns table (chunk_id bigint, score float8)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -182,11 +198,11 @@ begin
     return query
     with dense as (
         select d.chunk_id, row_number() over (order by d.similarity desc, d.chunk_id) as r
-          from sag.dense_chunks(query_embedding, source_ids, top_k) d
+          from sag.dense_chunks(query_embedding, source_ids, top_k, chunk_filter) d
     ),
     sparse as (
         select t.chunk_id, row_number() over (order by t.score desc, t.chunk_id) as r
-          from sag.bm25_chunks(query_tokens, source_ids, top_k) t
+          from sag.bm25_chunks(query_tokens, source_ids, top_k, chunk_filter => chunk_filter) t
     )
     select coalesce(dense.chunk_id, sparse.chunk_id),
            coalesce(1.0::float8 / (rrf_k + dense.r), 0) + coalesce(1.0::float8 / (rrf_k + sparse.r), 0) as score
@@ -195,9 +211,73 @@ begin
      limit top_k;
 end;
 $$;
-comment on function sag.hybrid_chunks(vector, text[], bigint[], integer, integer) is
+comment on function sag.hybrid_chunks(vector, text[], bigint[], integer, integer, bigint[]) is
     'Hybrid retrieval (baseline): reciprocal rank fusion of sag.dense_chunks and sag.bm25_chunks (top_k each): '
-    'score = sum over the two lists of 1 / (rrf_k + rank), rank from 1; the top_k fused chunks.';
+    'score = sum over the two lists of 1 / (rrf_k + rank), rank from 1; the top_k fused chunks.  chunk_filter '
+    '(NULL = none) is passed to both.';
+
+-- The query's own chunks (sag-algorithm §2.4 step 2, "Query找Content": vector + BM25), each with s(c, Q).
+create or replace function sag.query_chunks(
+    query_embedding vector,
+    query_tokens text[],
+    source_ids bigint[] default null,
+    vector_limit integer default 50,
+    text_limit integer default 50,
+    text_weight float8 default 0.85,
+    chunk_filter bigint[] default null)
+returns table (chunk_id bigint, similarity float8, text_score float8, s float8, via_vector boolean,
+               via_text boolean)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+as $$
+begin
+    perform sag._require(query_embedding is not null, 'sag.query_chunks: query_embedding must not be NULL');
+    perform sag._require(vector_limit >= 0, format('sag.query_chunks: vector_limit must be >= 0, got %s', vector_limit));
+    perform sag._require(text_limit >= 0, format('sag.query_chunks: text_limit must be >= 0, got %s', text_limit));
+    perform sag._require(text_weight >= 0 and text_weight <= 1,
+                         format('sag.query_chunks: text_weight must be in [0, 1], got %s', text_weight));
+    return query
+    with by_vector as (
+        select d.chunk_id, d.similarity
+          from sag.dense_chunks(query_embedding, source_ids, greatest(vector_limit, 1), chunk_filter) d
+         where vector_limit > 0
+    ),
+    by_text as (
+        select t.chunk_id, t.score
+          from sag.bm25_chunks(query_tokens, source_ids, greatest(text_limit, 1), chunk_filter => chunk_filter) t
+         where text_limit > 0
+    ),
+    merged as (
+        select m.chunk_id, max(m.similarity) as similarity, max(m.bm25) as bm25,
+               bool_or(m.via_vector) as via_vector, bool_or(m.via_text) as via_text
+          from (select v.chunk_id, v.similarity, null::float8 as bm25, true as via_vector, false as via_text
+                  from by_vector v
+                union all
+                select t.chunk_id, null, t.score, false, true from by_text t) m
+         group by m.chunk_id
+    ),
+    scored as (
+        select mg.chunk_id,
+               -- dense_chunks computed the similarity already; the BM25-only chunks get it exactly here.
+               coalesce(mg.similarity,
+                        (select greatest(0, 1 - coalesce(nullif(ch.embedding <=> query_embedding, 'NaN'), 1))
+                           from sag.chunks ch where ch.id = mg.chunk_id)) as similarity,
+               coalesce(mg.bm25 / nullif(max(mg.bm25) over (), 0), 0) as text_score,
+               mg.via_vector, mg.via_text
+          from merged mg
+    )
+    select x.chunk_id, x.similarity, x.text_score,
+           (1 - text_weight) * x.similarity + text_weight * x.text_score as s, x.via_vector, x.via_text
+      from scored x
+     order by 4 desc, 1;
+end;
+$$;
+comment on function sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[]) is
+    'The query''s own chunks (sag-algorithm §2.4 step 2): sag.dense_chunks (vector_limit) + sag.bm25_chunks '
+    '(text_limit), each with similarity = cosine with the query, text_score = bm25 / the largest bm25 of the list '
+    '(0 outside it) and s(c, Q) = (1 - text_weight) * similarity + text_weight * text_score.  Ordered by s. '
+    'They seed stage 1 (sag.activate_keys: pseudo-relevance feedback and BM25 events) and are candidates of '
+    'stage 3 (sag.rank_chunks).  chunk_filter (NULL = none): only those chunks.';
 
 create or replace function sag.rank_chunks(
     query_embedding vector,
@@ -208,8 +288,13 @@ create or replace function sag.rank_chunks(
     source_ids bigint[] default null,
     vector_limit integer default 50,
     text_limit integer default 50,
-    key_chunk_limit integer default 1000,
-    text_weight float8 default 0.5)
+    key_chunk_limit integer default 100,
+    text_weight float8 default 0.85,
+    chunk_ids bigint[] default null,
+    chunk_similarities float8[] default null,
+    chunk_text_scores float8[] default null,
+    chunk_via_vector boolean[] default null,
+    chunk_filter bigint[] default null)
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, key_score float8,
                weight_init float8, via_keys boolean, via_vector boolean, via_text boolean)
 language plpgsql stable
@@ -228,6 +313,12 @@ begin
                          format('sag.rank_chunks: key_chunk_limit must be >= 0, got %s', key_chunk_limit));
     perform sag._require(text_weight >= 0 and text_weight <= 1,
                          format('sag.rank_chunks: text_weight must be in [0, 1], got %s', text_weight));
+    perform sag._require(chunk_ids is null
+                         or (cardinality(chunk_ids) = cardinality(coalesce(chunk_similarities, '{}'))
+                             and cardinality(chunk_ids) = cardinality(coalesce(chunk_text_scores, '{}'))
+                             and (chunk_via_vector is null or cardinality(chunk_ids) = cardinality(chunk_via_vector))),
+                         'sag.rank_chunks: chunk_ids, chunk_similarities, chunk_text_scores (and chunk_via_vector) '
+                         'must have the same length');
     return query
     with kf as (
         -- key-final, restricted to the sources; duplicates merged (largest weight, first step).
@@ -243,32 +334,36 @@ begin
           from kf
           join sag.chunk_keys ck on ck.key_id = kf.key_id
           join sag.chunks c on c.id = ck.chunk_id
-         where source_ids is null or c.source_id = any (source_ids)
+         where (source_ids is null or c.source_id = any (source_ids))
+           and (chunk_filter is null or c.id in (select unnest(chunk_filter)))
          group by ck.chunk_id
     ),
     by_keys as (
         -- content-key-related, at most key_chunk_limit chunks: those with the highest key_score.
         select ks.chunk_id from key_scores ks order by ks.key_score desc, ks.chunk_id limit key_chunk_limit
     ),
-    by_vector as (
-        select d.chunk_id, d.similarity from sag.dense_chunks(query_embedding, source_ids, greatest(vector_limit, 1)) d
-         where vector_limit > 0
-    ),
-    by_text as (
-        select t.chunk_id, t.score from sag.bm25_chunks(query_tokens, source_ids, greatest(text_limit, 1)) t
-         where text_limit > 0
+    by_query as (
+        -- content-query-related: given (from sag.query_chunks), or searched here.
+        select g.chunk_id, g.sim as similarity, g.ts as text_score, coalesce(g.vv, false) as via_vector,
+               coalesce(g.ts, 0) > 0 as via_text
+          from unnest(chunk_ids, chunk_similarities, chunk_text_scores, chunk_via_vector) as g(chunk_id, sim, ts, vv)
+         where chunk_ids is not null
+        union all
+        select q.chunk_id, q.similarity, q.text_score, q.via_vector, q.via_text
+          from sag.query_chunks(query_embedding, query_tokens, source_ids, vector_limit, text_limit, text_weight,
+                                chunk_filter) q
+         where chunk_ids is null
     ),
     merged as (
         -- One row per candidate (a chunk found by keys, vector or text), with its key_score: a single
         -- aggregate instead of joins, whose row estimates over function results are meaningless.
-        select m.chunk_id, max(m.similarity) as similarity, max(m.bm25) as bm25, max(m.key_score) as key_score,
+        select m.chunk_id, max(m.similarity) as similarity, max(m.text_score) as text_score,
+               max(m.key_score) as key_score,
                bool_or(m.via_keys) as via_keys, bool_or(m.via_vector) as via_vector, bool_or(m.via_text) as via_text
-          from (select b.chunk_id, null::float8 as similarity, null::float8 as bm25, null::float8 as key_score,
+          from (select b.chunk_id, null::float8 as similarity, null::float8 as text_score, null::float8 as key_score,
                        true as via_keys, false as via_vector, false as via_text from by_keys b
                 union all
-                select v.chunk_id, v.similarity, null, null, false, true, false from by_vector v
-                union all
-                select t.chunk_id, null, t.score, null, false, false, true from by_text t
+                select q.chunk_id, q.similarity, q.text_score, null, false, q.via_vector, q.via_text from by_query q
                 union all
                 select ks.chunk_id, null, null, ks.key_score, false, false, false from key_scores ks) m
          group by m.chunk_id
@@ -276,15 +371,16 @@ begin
     ),
     scored as (
         select mg.chunk_id,
-               -- dense_chunks computed the similarity already; the others get it exactly here.
+               -- The query's chunks come with their similarity; the key chunks get it exactly here.
                coalesce(mg.similarity,
                         greatest(0, 1 - coalesce(nullif(ch.embedding <=> query_embedding, 'NaN'), 1))) as similarity,
-               coalesce(mg.bm25 / nullif(max(mg.bm25) over (), 0), 0) as text_score,
+               coalesce(mg.text_score, 0) as text_score,
                coalesce(mg.key_score, 0) as key_score,
                mg.via_keys, mg.via_vector, mg.via_text
           from merged mg
           join sag.chunks ch on ch.id = mg.chunk_id
-         where source_ids is null or ch.source_id = any (source_ids)
+         where (source_ids is null or ch.source_id = any (source_ids))
+           and (chunk_filter is null or ch.id in (select unnest(chunk_filter)))
     )
     select x.chunk_id, x.similarity, x.text_score, x.s, x.key_score,
            0.5 * x.s + ln(1 + x.key_score) as weight_init,
@@ -293,10 +389,12 @@ begin
      order by 6 desc, 1;
 end;
 $$;
-comment on function sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer, integer, float8) is
+comment on function sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer, integer,
+                                    float8, bigint[], float8[], float8[], boolean[], bigint[]) is
     'Stage 3 (sag-algorithm §2.4): initial chunk weights.  Candidates = chunks of key-final (chunk_keys; at most '
-    'key_chunk_limit, highest key_score first) + sag.dense_chunks (vector_limit) + sag.bm25_chunks (text_limit). '
-    's = (1 - text_weight) * cosine(c, Q) + text_weight * bm25(c) / max bm25 of the candidates (0 outside the '
-    'BM25 list); key_score = sum over k in c and key-final of W(k) * ln(1 + count(k, c)) / step(k); '
-    'weight_init = 0.5 * s + ln(1 + key_score).  Ordered by weight_init (ties by chunk_id); no PageRank here. '
-    'text_score is the normalized bm25(c) / max bm25.';
+    'key_chunk_limit, highest key_score first) + the query''s chunks (given as chunk_ids/chunk_similarities/'
+    'chunk_text_scores/chunk_via_vector from sag.query_chunks, else searched: vector_limit dense, text_limit BM25). '
+    's = (1 - text_weight) * cosine(c, Q) + text_weight * bm25(c) / max bm25 of the BM25 list (0 outside it); '
+    'key_score = sum over k in c and key-final of W(k) * ln(1 + count(k, c)) / step(k); weight_init = 0.5 * s + '
+    'ln(1 + key_score).  Ordered by weight_init (ties by chunk_id); no PageRank here.  chunk_filter (NULL = '
+    'none): only those chunks are candidates.';

@@ -1,4 +1,4 @@
--- The whole SAG retrieval from psql: match_keys -> activate_keys -> expand_keys -> rank_chunks.
+-- The whole SAG retrieval from psql: match_keys + query_chunks -> activate_keys -> expand_keys -> rank_chunks.
 -- Re-applied on every upgrade.  The Python API (sag_pg.search.retrieve) adds PageRank on top.
 
 -- Query tokens for BM25 from the query text: lower-cased \w+ words.  CJK text is not segmented here (a run
@@ -23,6 +23,11 @@ set search_path = sag, public, pg_catalog
 as $$
 declare
     sids bigint[];
+    tokens text[] := sag._query_tokens(query);
+    qc_ids bigint[];
+    qc_sim float8[];
+    qc_ts float8[];
+    qc_vv boolean[];
     seed_ids bigint[];
     seed_w float8[];
     act_ids bigint[];
@@ -46,14 +51,21 @@ begin
            array_agg(m.similarity order by m.similarity desc, m.key_id)
       into seed_ids, seed_w
       from sag.match_keys(query_embedding, sids) m;
+    select array_agg(q.chunk_id), array_agg(q.similarity), array_agg(q.text_score), array_agg(q.via_vector)
+      into qc_ids, qc_sim, qc_ts, qc_vv
+      from sag.query_chunks(query_embedding, tokens, sids) q;
     select array_agg(a.key_id), array_agg(a.weight), array_agg(a.step) into act_ids, act_w, act_s
-      from sag.activate_keys(query_embedding, seed_ids, seed_w, sids) a;
+      from sag.activate_keys(query_embedding, seed_ids, seed_w, sids, chunk_ids => coalesce(qc_ids, '{}'),
+                             chunk_similarities => coalesce(qc_sim, '{}'),
+                             chunk_text_scores => coalesce(qc_ts, '{}')) a;
     select array_agg(e.key_id), array_agg(e.weight), array_agg(e.step) into kf_ids, kf_w, kf_s
       from sag.expand_keys(query_embedding, act_ids, act_w, act_s, sids, max_step) e;
 
     return query
     select d.uri, r.chunk_id, coalesce(nullif(c.title, ''), d.title), c.content, r.weight_init
-      from sag.rank_chunks(query_embedding, sag._query_tokens(query), kf_ids, kf_w, kf_s, sids) r
+      from sag.rank_chunks(query_embedding, tokens, kf_ids, kf_w, kf_s, sids, chunk_ids => coalesce(qc_ids, '{}'),
+                           chunk_similarities => coalesce(qc_sim, '{}'), chunk_text_scores => coalesce(qc_ts, '{}'),
+                           chunk_via_vector => coalesce(qc_vv, '{}')) r
       join sag.chunks c on c.id = r.chunk_id
       join sag.documents d on d.id = c.document_id
      order by r.weight_init desc, r.chunk_id
@@ -61,8 +73,8 @@ begin
 end;
 $$;
 comment on function sag.search_by_vector(vector, text, integer, text, integer) is
-    'SAG search from psql with your own query embedding: sag.match_keys -> sag.activate_keys -> '
-    'sag.expand_keys (up to max_step) -> sag.rank_chunks, the top_n chunks by weight_init (document = uri; title = '
+    'SAG search from psql with your own query embedding: sag.match_keys and sag.query_chunks -> sag.activate_keys '
+    '-> sag.expand_keys (up to max_step) -> sag.rank_chunks, the top_n chunks by weight_init (document = uri; title = '
     'the chunk''s, else the document''s).  No PageRank here (the Python API adds it).  BM25 tokens are the '
     'lower-cased \w+ words of query: Chinese is not segmented in SQL.  source is a source name (NULL = all '
     'sources; unknown name: P0002).';

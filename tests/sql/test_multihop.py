@@ -4,22 +4,24 @@ Query q = (1, 0, 0).  Events and their similarity to q:
     e1 (1,0,0) 1.0: A, C        e2 (4,3,0) 0.8: A, B, D      e3 (3,4,0) 0.6: B, E
     e4 (0,0,1) 0.0: C, F        e5 (4,0,3) 0.8: C, G         e6 (1,0,0) 1.0: H only
 H is also in e1, e2, e3: 4 events, a hub when max_key_events = 3.  Input key-final: A = 1.0, B = 0.5 (step 1).
+Each hop's activation is pruned (W >= threshold * max W, top_n) and L1-normalized over the kept keys.
 
 Hop 2, from F = {A: 1, B: 1/2}:
     W_event-key-2: e1 = A = 1; e2 = A + B = 3/2; e3 = B = 1/2
     W_e-jump = W_event-key-2 * sim: e1 = 1; e2 = 3/2 * 4/5 = 6/5; e3 = 1/2 * 3/5 = 3/10
-    reverse: A = e1 + e2 = 11/5; B = e2 + e3 = 3/2; C = e1 = 1; D = e2 = 6/5; E = e3 = 3/10
-    / max 11/5:  A 1, B 15/22, C 5/11 (10/22), D 6/11 (12/22), E 3/22          new: C, D, E -> step 2
-Hop 3, from F = {A: 1, B: 15/22, C: 5/11, D: 6/11, E: 3/22}:
-    W_event-key-2: e1 = A + C = 16/11; e2 = A + B + D = (22 + 15 + 12)/22 = 49/22; e3 = B + E = 9/11;
-                   e4 = C = 5/11; e5 = C = 5/11
-    W_e-jump: e1 = 16/11 = 80/55; e2 = 49/22 * 4/5 = 98/55; e3 = 9/11 * 3/5 = 27/55; e4 = 0; e5 = 5/11 * 4/5 = 20/55
-    reverse: A = 80/55 + 98/55 = 178/55; B = 98/55 + 27/55 = 125/55; C = 80/55 + 0 + 20/55 = 100/55;
-             D = 98/55; E = 27/55; G = 20/55 (F's only event weighs 0: F gets nothing)
-    / max 178/55: A 1, B 125/178, C 100/178, D 98/178, E 27/178, G 20/178   new: G -> step 3
-Accumulated (first step, largest weight): A 1 (1), B max(15/22, 125/178) = 125/178 (1),
-    C max(5/11, 100/178) = 100/178 (2), D max(6/11, 98/178) = 98/178 (2), E max(3/22, 27/178) = 27/178 (2),
-    G 20/178 (3).
+    reverse: A = e1 + e2 = 2.2; B = e2 + e3 = 1.5; C = e1 = 1; D = e2 = 1.2; E = e3 = 0.3   (all >= 0.22)
+    L1 / 6.2:  A 22/62, B 15/62, C 10/62, D 12/62, E 3/62          new: C, D, E -> step 2
+Hop 3, from F = {A: 22, B: 15, C: 10, D: 12, E: 3} / 62 (the common factor 1/62 cancels in the L1 norm):
+    W_event-key-2: e1 = A + C = 32; e2 = A + B + D = 49; e3 = B + E = 18; e4 = C = 10; e5 = C = 10
+    W_e-jump: e1 = 32; e2 = 49 * 0.8 = 39.2; e3 = 18 * 0.6 = 10.8; e4 = 0; e5 = 10 * 0.8 = 8
+    reverse: A = 32 + 39.2 = 71.2; B = 39.2 + 10.8 = 50; C = 32 + 0 + 8 = 40; D = 39.2; E = 10.8; G = 8
+             (F's only event weighs 0: F gets nothing); all >= 7.12
+    L1 / 219.2:  A 71.2/219.2, B 50/219.2, C 40/219.2, D 39.2/219.2, E 10.8/219.2, G 8/219.2   new: G -> step 3
+Accumulated (first step, largest weight):
+    A max(1, 22/62, 71.2/219.2) = 1 (1)          B max(0.5, 15/62, 50/219.2) = 0.5 (1)
+    C max(10/62 = 0.1613, 40/219.2 = 0.1825) = 40/219.2 (2)
+    D max(12/62 = 0.1935, 39.2/219.2 = 0.1788) = 12/62 (2)
+    E max(3/62 = 0.0484, 10.8/219.2 = 0.0493) = 10.8/219.2 (2)          G 8/219.2 (3)
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ from tests.sql.graph_builder import GraphBuilder, vec
 
 Q = vec((1, 0, 0))
 
-HOP2 = {"A": (1.0, 1), "B": (15 / 22, 1), "C": (5 / 11, 2), "D": (6 / 11, 2), "E": (3 / 22, 2)}
-HOP3 = {"A": (1.0, 1), "B": (125 / 178, 1), "C": (100 / 178, 2), "D": (98 / 178, 2), "E": (27 / 178, 2),
-        "G": (20 / 178, 3)}
+HOP2 = {"A": (1.0, 1), "B": (0.5, 1), "C": (10 / 62, 2), "D": (12 / 62, 2), "E": (3 / 62, 2)}
+HOP3 = {"A": (1.0, 1), "B": (0.5, 1), "C": (40 / 219.2, 2), "D": (12 / 62, 2), "E": (10.8 / 219.2, 2),
+        "G": (8 / 219.2, 3)}
 
 
 @pytest.fixture
@@ -81,7 +83,8 @@ def test_result_is_ordered_by_weight(db_conn: psycopg.Connection, graph: dict[st
         "select key_id from sag.expand_keys(%s::vector, %s, %s, %s, max_key_events => 3)",
         [Q, [k["B"], k["A"]], [0.5, 1.0], [1, 1]],
     ).fetchall()
-    assert [r[0] for r in rows] == [k[n] for n in "ABCDEG"]
+    # A 1, B 0.5, D 0.1935, C 0.1825, E 0.0493, G 0.0365
+    assert [r[0] for r in rows] == [k[n] for n in "ABDCEG"]
 
 
 def test_stops_when_too_few_new_keys(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
@@ -95,27 +98,30 @@ def test_stops_when_too_few_new_keys(db_conn: psycopg.Connection, graph: dict[st
 def test_pruning_applies_at_every_hop(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
     k = graph
     start = {k["A"]: (1.0, 1), k["B"]: (0.5, 1)}
-    # threshold 0.2: hop 2 keeps A 1, B 15/22, C 5/11, D 6/11 (E = 3/22 < 0.2 is pruned).
-    # Hop 3 from F = {A: 1, B: 15/22, C: 5/11, D: 6/11}: e3 = B * 3/5 = 9/22 (no E):
-    #   e1 = 16/11 = 80/55, e2 = 98/55, e3 = 15/22 * 3/5 = 9/22 = 22.5/55, e5 = 20/55
-    #   A = 178/55; B = 98/55 + 22.5/55 = 120.5/55; C = 100/55; D = 98/55; E = 22.5/55; G = 20/55
-    #   / 178/55: B 120.5/178 = 0.6770, C 100/178, D 98/178, E 22.5/178 = 0.1264 < 0.2, G 20/178 < 0.2
-    # No new key at hop 3; the accumulation keeps the largest weights.
+    # threshold 0.2: hop 2 keeps W >= 0.2 * 2.2 = 0.44: A 2.2, B 1.5, C 1, D 1.2 (E = 0.3 is pruned);
+    #   L1 / 5.9: A 22/59, B 15/59, C 10/59, D 12/59.  New: C, D.
+    # Hop 3 from F = {A: 22, B: 15, C: 10, D: 12} / 59 (no E):
+    #   W_event-key-2: e1 = A + C = 32; e2 = A + B + D = 49; e3 = B = 15; e4 = C = 10; e5 = C = 10
+    #   W_e-jump: e1 = 32; e2 = 39.2; e3 = 15 * 0.6 = 9; e4 = 0; e5 = 8
+    #   A = 71.2; B = 48.2; C = 40; D = 39.2; E = 9; G = 8; >= 0.2 * 71.2 = 14.24 drops E and G
+    #   L1 / 198.6: A 71.2/198.6, B 48.2/198.6, C 40/198.6 = 0.2014, D 39.2/198.6 = 0.1974
+    # No new key at hop 3; the accumulation keeps the largest weights:
+    #   C max(10/59 = 0.1695, 0.2014) = 40/198.6;  D max(12/59 = 0.2034, 0.1974) = 12/59
     got = expand(db_conn, start, max_key_events=3, threshold=0.2)
-    assert got == expected(k, {"A": (1.0, 1), "B": (15 / 22, 1), "C": (100 / 178, 2), "D": (98 / 178, 2)})
-    # top_n 2: hop 2 keeps A, B (C, D, E pruned): nothing new, stop.
-    assert expand(db_conn, start, max_key_events=3, top_n=2) == expected(k, {"A": (1.0, 1), "B": (15 / 22, 1)})
+    assert got == expected(k, {"A": (1.0, 1), "B": (0.5, 1), "C": (40 / 198.6, 2), "D": (12 / 59, 2)})
+    # top_n 2: hop 2 keeps A, B (2.2/3.7, 1.5/3.7, below their input weights): nothing new, stop.
+    assert expand(db_conn, start, max_key_events=3, top_n=2) == expected(k, {"A": (1.0, 1), "B": (0.5, 1)})
 
 
 def test_hubs_are_neither_expanded_nor_returned(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
     k = graph
     start = {k["A"]: (1.0, 1), k["B"]: (0.5, 1)}
-    # With the default max_key_events, H (4 events) is an ordinary key.  Hop 2: H = e1 + e2 + e3 =
-    # 1 + 6/5 + 3/10 = 5/2 is the maximum: H = 1, D = 6/5 / 5/2 = 12/25, A = 11/5 / 5/2 = 22/25 (but A keeps
-    # its larger input weight 1).
+    # With the default max_key_events (20), H (4 events) is an ordinary key.  Hop 2: H = e1 + e2 + e3 =
+    # 1 + 6/5 + 3/10 = 2.5 is the maximum; L1 over A 2.2, B 1.5, C 1, D 1.2, E 0.3, H 2.5 (sum 8.7):
+    # H = 2.5/8.7, D = 1.2/8.7; A keeps its larger input weight 1.
     got = expand(db_conn, start, max_step=2)
-    assert got[k["H"]] == (pytest.approx(1.0), 2)
-    assert got[k["D"]] == (pytest.approx(12 / 25), 2)
+    assert got[k["H"]] == (pytest.approx(2.5 / 8.7), 2)
+    assert got[k["D"]] == (pytest.approx(1.2 / 8.7), 2)
     assert got[k["A"]] == (pytest.approx(1.0), 1)
     # As an input key, a hub is kept in the result but not expanded: e6 (H only) never counts.
     with_hub = expand(db_conn, {**start, k["H"]: (0.9, 1)}, max_key_events=3)
@@ -130,6 +136,24 @@ def test_sources_are_respected(db_conn: psycopg.Connection, graph: dict[str, int
     other = db_conn.execute("insert into sag.sources (name) values ('two') returning id").fetchone()
     assert other is not None
     assert expand(db_conn, start, source_ids=[other[0]], max_key_events=3) == {}
+
+
+def test_event_filter(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    k = graph
+    start = {k["A"]: (1.0, 1), k["B"]: (0.5, 1)}
+    # e2 not allowed.  Hop 2 from {A: 1, B: 1/2}: e1 = A = 1 (sim 1); e3 = B * 0.6 = 0.3
+    #   A = 1; C = 1; B = 0.3; E = 0.3 (H is a hub) -> L1 / 2.6: A 1/2.6, C 1/2.6, B 0.3/2.6, E 0.3/2.6
+    # Hop 3 from F = {A: 10, C: 10, B: 3, E: 3} / 26: e1 = A + C = 20 (sim 1); e3 = B + E = 6 * 0.6 = 3.6;
+    #   e4 = C * 0 = 0; e5 = C = 10 * 0.8 = 8
+    #   A = 20; C = 20 + 8 = 28; B = 3.6; E = 3.6; G = 8 -> all >= 2.8; L1 / 63.2
+    #   new: G -> step 3.  Accumulated: A 1, B 0.5, C max(1/2.6 = 0.3846, 28/63.2 = 0.4430) = 28/63.2 (2),
+    #   E max(0.3/2.6 = 0.1154, 3.6/63.2 = 0.0570) = 0.3/2.6 (2), G 8/63.2 (3).  D (only in e2) never appears.
+    allowed = [e for (e,) in db_conn.execute(
+        "select id from sag.events where content <> 'e2' order by id").fetchall()]
+    assert expand(db_conn, start, max_key_events=3, event_filter=allowed) == expected(
+        k, {"A": (1.0, 1), "B": (0.5, 1), "C": (28 / 63.2, 2), "E": (0.3 / 2.6, 2), "G": (8 / 63.2, 3)})
+    # Nothing allowed: the input keys come back unchanged.
+    assert expand(db_conn, start, max_key_events=3, event_filter=[]) == expected(k, {"A": (1.0, 1), "B": (0.5, 1)})
 
 
 def test_empty_input(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:

@@ -2,7 +2,7 @@
 
 Every expected number below was worked out by hand from the formulas; the arithmetic is in the comments.
 Query q = (1, 0, 0); cosines with q: (1,0,0) -> 1, (4,3,0) -> 0.8, (3,4,0) -> 0.6, (4,0,3) -> 0.8,
-(0,1,0) -> 0, (7,24,0) -> 0.28.
+(0,1,0) -> 0, (7,24,0) -> 0.28.  Activations are L1-normalized: the weights of one call sum to 1.
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ def test_match_keys_orders_by_similarity_and_filters(db_conn: psycopg.Connection
     rows = db_conn.execute("select key_id from sag.match_keys(%s::vector, %s, min_similarity => 0.7)",
                            [Q, [s1]]).fetchall()
     assert [r[0] for r in rows] == [k1, k2]
+    # The default min_similarity is 0.45: k3 (0.6) stays, a key at 0.28 would not.
+    g.key(s1, "k8", (7, 24, 0))          # 0.28
+    rows = db_conn.execute("select key_id from sag.match_keys(%s::vector, %s)", [Q, [s1]]).fetchall()
+    assert [r[0] for r in rows] == [k1, k2, k3]
     # A zero query vector has no cosine with anything: nothing matches.
     assert db_conn.execute("select count(*) from sag.match_keys('[0,0,0]'::vector)").fetchone() == (0,)
 
@@ -114,13 +118,19 @@ def test_activate_keys_formulas(db_conn: psycopg.Connection) -> None:
     # Reverse activation over all keys of those events:
     #   A = e1 + e2 = 1.7; B = e2 + e3 = 1.8; C = e1 + e4 = 0.5; D = e2 = 1.2; E = e3 = 0.6 (e5 is not in it)
     #   (H = e1 + e2 + e3 = 2.3 would be the maximum, but hubs never enter)
-    # Normalized by the maximum 1.8: B 1; A 1.7/1.8; D 1.2/1.8; E 0.6/1.8; C 0.5/1.8.
-    expected = [(k["B"], 1.0, 1), (k["A"], 1.7 / 1.8, 1), (k["D"], 1.2 / 1.8, 1), (k["E"], 0.6 / 1.8, 1),
-                (k["C"], 0.5 / 1.8, 1)]
-    assert activate(db_conn, {k["A"]: 0.5, k["B"]: 1.0}, max_key_events=3) == approx(expected)
-    # Pruning: weight >= 0.3 drops C (0.2778); then the top 3.
-    assert activate(db_conn, {k["A"]: 0.5, k["B"]: 1.0}, max_key_events=3, threshold=0.3) == approx(expected[:4])
-    assert activate(db_conn, {k["A"]: 0.5, k["B"]: 1.0}, max_key_events=3, top_n=3) == approx(expected[:3])
+    # All >= 0.1 * 1.8; L1: / (1.7 + 1.8 + 0.5 + 1.2 + 0.6 = 5.8): B 1.8/5.8, A 1.7/5.8, D 1.2/5.8, E 0.6/5.8, C 0.5/5.8
+    expected = [(k["B"], 1.8 / 5.8, 1), (k["A"], 1.7 / 5.8, 1), (k["D"], 1.2 / 5.8, 1), (k["E"], 0.6 / 5.8, 1),
+                (k["C"], 0.5 / 5.8, 1)]
+    got = activate(db_conn, {k["A"]: 0.5, k["B"]: 1.0}, max_key_events=3)
+    assert got == approx(expected)
+    assert sum(w for _, w, _ in got) == pytest.approx(1.0)
+    # Pruning: W >= 0.3 * 1.8 = 0.54 drops C (0.5); the other four are normalized among themselves:
+    #   / (1.8 + 1.7 + 1.2 + 0.6 = 5.3)
+    assert activate(db_conn, {k["A"]: 0.5, k["B"]: 1.0}, max_key_events=3, threshold=0.3) == approx(
+        [(k["B"], 1.8 / 5.3, 1), (k["A"], 1.7 / 5.3, 1), (k["D"], 1.2 / 5.3, 1), (k["E"], 0.6 / 5.3, 1)])
+    # top_n 3: B, A, D, / (1.8 + 1.7 + 1.2 = 4.7)
+    assert activate(db_conn, {k["A"]: 0.5, k["B"]: 1.0}, max_key_events=3, top_n=3) == approx(
+        [(k["B"], 1.8 / 4.7, 1), (k["A"], 1.7 / 4.7, 1), (k["D"], 1.2 / 4.7, 1)])
 
 
 def test_activate_keys_hub_seed_is_not_expanded(db_conn: psycopg.Connection) -> None:
@@ -133,10 +143,12 @@ def test_activate_keys_hub_seed_is_not_expanded(db_conn: psycopg.Connection) -> 
     #   W_event-key: e1 = A + H = 1.5; e2 = A + B + H = 2.5; e3 = B + H = 2.0; e4 = B = 1.0; e5 = H = 1.0
     #   W_e2: e1 = 1.5; e2 = 2.5 * 0.8 = 2.0; e3 = 2.0 * 0.6 = 1.2; e4 = 0; e5 = 1.0
     #   A = 1.5 + 2.0 = 3.5; B = 2.0 + 1.2 = 3.2; C = 1.5; D = 2.0 + 1.0 = 3.0; E = 1.2 + 1.0 = 2.2;
-    #   H = 1.5 + 2.0 + 1.2 + 1.0 = 5.7 -> normalized by 5.7
-    expected = [(k["H"], 1.0, 1), (k["A"], 3.5 / 5.7, 1), (k["B"], 3.2 / 5.7, 1), (k["D"], 3.0 / 5.7, 1),
-                (k["E"], 2.2 / 5.7, 1), (k["C"], 1.5 / 5.7, 1)]
+    #   H = 1.5 + 2.0 + 1.2 + 1.0 = 5.7 -> L1: / (3.5 + 3.2 + 1.5 + 3.0 + 2.2 + 5.7 = 19.1)
+    expected = [(k["H"], 5.7 / 19.1, 1), (k["A"], 3.5 / 19.1, 1), (k["B"], 3.2 / 19.1, 1), (k["D"], 3.0 / 19.1, 1),
+                (k["E"], 2.2 / 19.1, 1), (k["C"], 1.5 / 19.1, 1)]
     assert activate(db_conn, {k["A"]: 0.5, k["B"]: 1.0, k["H"]: 1.0}, max_key_events=4) == approx(expected)
+    # The default hub limit is 20 events: H is ordinary there too.
+    assert activate(db_conn, {k["A"]: 0.5, k["B"]: 1.0, k["H"]: 1.0}) == approx(expected)
 
 
 def test_activate_keys_merges_duplicate_seeds_and_ignores_unknown(db_conn: psycopg.Connection) -> None:
@@ -170,16 +182,16 @@ def test_activate_keys_empty_intersection_scores_seed_events_exactly(db_conn: ps
     k = fallback_graph(GraphBuilder(db_conn))
     # event_limit 2: the query's events are hi1 and hi2; seed A's events are s1 and s3 -> no intersection.
     # Fallback: A's events with their exact similarity: W_e2(s1) = 0.5 * 0.6 = 0.3; W_e2(s3) = 0.5 * 0.28 = 0.14
-    #   A = 0.3 + 0.14 = 0.44; C = 0.3; D = 0.14 -> / 0.44
-    expected = [(k["A"], 1.0, 1), (k["C"], 0.3 / 0.44, 1), (k["D"], 0.14 / 0.44, 1)]
+    #   A = 0.3 + 0.14 = 0.44; C = 0.3; D = 0.14 -> L1: / (0.44 + 0.3 + 0.14 = 0.88)
+    expected = [(k["A"], 0.5, 1), (k["C"], 0.3 / 0.88, 1), (k["D"], 0.14 / 0.88, 1)]
     assert activate(db_conn, {k["A"]: 0.5}, event_limit=2) == approx(expected)
 
 
 def test_activate_keys_without_seed_events_is_event_driven(db_conn: psycopg.Connection) -> None:
     k = fallback_graph(GraphBuilder(db_conn))
     # No seeds: the query's events hi1 (1.0) and hi2 (0.8) with W_event-key = 1:
-    #   X = 1.0 + 0.8 = 1.8; Y = 0.8 -> / 1.8
-    expected = [(k["X"], 1.0, 1), (k["Y"], 0.8 / 1.8, 1)]
+    #   X = 1.0 + 0.8 = 1.8; Y = 0.8 -> L1: / 2.6
+    expected = [(k["X"], 1.8 / 2.6, 1), (k["Y"], 0.8 / 2.6, 1)]
     assert activate(db_conn, {}, event_limit=2) == approx(expected)
     # A seed whose only event is orthogonal to the query (W_e2 = 0 everywhere) falls back the same way.
     assert activate(db_conn, {k["Z"]: 1.0}, event_limit=2) == approx(expected)
@@ -202,7 +214,81 @@ def test_activate_keys_stays_inside_sources(db_conn: psycopg.Connection) -> None
     # Source two's seed, events and keys play no part: the same numbers as test_activate_keys_formulas.
     assert only_one == activate(db_conn, {one["A"]: 0.5, one["B"]: 1.0}, max_key_events=3)
     only_two = activate(db_conn, seeds, source_ids=[s2])
-    assert only_two == approx([(a2, 1.0, 1), (x2, 1.0, 1)])
+    # e: W_e2 = 1.0 * 1.0; A and X get 1.0 each -> 0.5 each.
+    assert only_two == approx([(a2, 0.5, 1), (x2, 0.5, 1)])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# activate_keys with the query's chunks: BM25 events in e1 and pseudo-relevance feedback
+
+
+def chunk_graph(g: GraphBuilder) -> dict[str, int]:
+    """Three chunks; the query's chunks (as sag.query_chunks would give them) are c1 and c2.
+
+        c1: e1 (1,0,0) cos 1: A, B      e2 (0,1,0) cos 0: B, C
+        c2: e3 (3,4,0) cos 0.6: C, D
+        c3: e4 (4,3,0) cos 0.8: A, E
+    """
+    s = g.source("one")
+    doc = g.document(s, "doc")
+    c1, c2, c3 = (g.chunk(doc, f"chunk {i}", (1, 0, 0)) for i in (1, 2, 3))
+    k = {name: g.key(s, name) for name in "ABCDE"}
+    e = {"e1": g.event(c1, "e1", (1, 0, 0)), "e2": g.event(c1, "e2", (0, 1, 0)),
+         "e3": g.event(c2, "e3", (3, 4, 0)), "e4": g.event(c3, "e4", (4, 3, 0))}
+    g.links(e["e1"], k["A"], k["B"])
+    g.links(e["e2"], k["B"], k["C"])
+    g.links(e["e3"], k["C"], k["D"])
+    g.links(e["e4"], k["A"], k["E"])
+    return {**k, **e, "c1": c1, "c2": c2, "c3": c3}
+
+
+def test_activate_keys_with_query_chunks(db_conn: psycopg.Connection) -> None:
+    k = chunk_graph(GraphBuilder(db_conn))
+    # The query's chunks: c1 (similarity 0.6, text_score 1.0), c2 (0.8, 0.5); text_weight 0.5:
+    #   s(c1) = 0.5 * 0.6 + 0.5 * 1.0 = 0.8;  s(c2) = 0.5 * 0.8 + 0.5 * 0.5 = 0.65
+    # Feedback (1 chunk): c1, the highest s: its keys A, B, C become seeds with k1 = 0.8; given seed D = 0.5.
+    # e1 events: the 1 nearest event (e1, cos 1) and the events of the BM25 chunks (text_score > 0): e2, e3.
+    #   e1 of an event = 0.5 * cos + 0.5 * text_score of its chunk:
+    #   e1: 0.5 * 1 + 0.5 * 1.0 = 1.0;  e2: 0.5 * 0 + 0.5 * 1.0 = 0.5 (cos computed exactly);
+    #   e3: 0.5 * 0.6 + 0.5 * 0.5 = 0.55 (cos computed exactly)
+    # Seed events: A: e1, e4; B: e1, e2; C: e2, e3; D: e3 -> W_event-key: e1 = 1.6, e2 = 1.6, e3 = 1.3, e4 = 0.8;
+    # e4 is not among the query's events.  W_e2: e1 = 1.6 * 1.0 = 1.6; e2 = 1.6 * 0.5 = 0.8; e3 = 1.3 * 0.55 = 0.715
+    # Reverse: A = 1.6; B = 1.6 + 0.8 = 2.4; C = 0.8 + 0.715 = 1.515; D = 0.715 (E: e4 not activated)
+    # L1: / (1.6 + 2.4 + 1.515 + 0.715 = 6.23)
+    args = {"chunk_ids": [k["c1"], k["c2"]], "chunk_similarities": [0.6, 0.8], "chunk_text_scores": [1.0, 0.5],
+            "text_weight": 0.5, "event_limit": 1}
+    expected = [(k["B"], 2.4 / 6.23, 1), (k["A"], 1.6 / 6.23, 1), (k["C"], 1.515 / 6.23, 1), (k["D"], 0.715 / 6.23, 1)]
+    assert activate(db_conn, {k["D"]: 0.5}, **args) == approx(expected)
+    # A given seed weighing more than the feedback keeps its weight: A = 0.9 instead of 0.8 changes W_event-key
+    # of e1 to 0.9 + 0.8 = 1.7: A = 1.7; B = 1.7 + 0.8 = 2.5; C = 1.515; D = 0.715; / (6.43)
+    assert activate(db_conn, {k["D"]: 0.5, k["A"]: 0.9}, **args) == approx(
+        [(k["B"], 2.5 / 6.43, 1), (k["A"], 1.7 / 6.43, 1), (k["C"], 1.515 / 6.43, 1), (k["D"], 0.715 / 6.43, 1)])
+    # No feedback: only D, whose event e3 is among the query's events: W_e2 = 0.5 * 0.55; C and D get 1/2 each.
+    assert activate(db_conn, {k["D"]: 0.5}, **{**args, "feedback_chunks": 0}) == approx(
+        [(k["C"], 0.5, 1), (k["D"], 0.5, 1)])
+    # Without the query's chunks (the plain §2.2): e1 = {e1}, D's event e3 is not in it -> fallback, e3 scored
+    # by its exact cosine: 0.5 * 0.6 = 0.3 -> C, D 1/2 each.
+    assert activate(db_conn, {k["D"]: 0.5}, event_limit=1) == approx([(k["C"], 0.5, 1), (k["D"], 0.5, 1)])
+
+
+def test_activate_keys_event_filter(db_conn: psycopg.Connection) -> None:
+    k = chunk_graph(GraphBuilder(db_conn))
+    args = {"chunk_ids": [k["c1"], k["c2"]], "chunk_similarities": [0.6, 0.8], "chunk_text_scores": [1.0, 0.5],
+            "text_weight": 0.5, "event_limit": 1}
+    # Every event but e1 allowed.  Seeds as in test_activate_keys_with_query_chunks: A, B, C = 0.8, D = 0.5.
+    # e1 events: the nearest allowed event (e4, cos 0.8), and the BM25 chunks' allowed events e2, e3:
+    #   e4: 0.5 * 0.8 + 0.5 * 0 (c3 is not a query chunk) = 0.4;  e2 = 0.5;  e3 = 0.55
+    # W_event-key (allowed events only): e2 = B + C = 1.6; e3 = C + D = 1.3; e4 = A = 0.8
+    # W_e2: e2 = 0.8; e3 = 0.715; e4 = 0.32
+    # Reverse: B = 0.8; C = 0.8 + 0.715 = 1.515; D = 0.715; A = 0.32; E = 0.32 -> / 3.67 (A before E: key id)
+    allowed = [k["e2"], k["e3"], k["e4"]]
+    assert activate(db_conn, {k["D"]: 0.5}, **args, event_filter=allowed) == approx(
+        [(k["C"], 1.515 / 3.67, 1), (k["B"], 0.8 / 3.67, 1), (k["D"], 0.715 / 3.67, 1), (k["A"], 0.32 / 3.67, 1),
+         (k["E"], 0.32 / 3.67, 1)])
+    # Nothing allowed: nothing activates.  NULL: no filter.
+    assert activate(db_conn, {k["D"]: 0.5}, **args, event_filter=[]) == []
+    assert activate(db_conn, {k["D"]: 0.5}, **args, event_filter=None) == activate(db_conn, {k["D"]: 0.5}, **args)
+
 
 
 @pytest.mark.parametrize(
@@ -215,6 +301,9 @@ def test_activate_keys_stays_inside_sources(db_conn: psycopg.Connection) -> None
         "'[1,0,0]', '{1}', '{1}', threshold => -0.1",
         "'[1,0,0]', '{1}', '{1}', top_n => 0",
         "'[1,0,0]', '{1}', '{1}', max_key_events => 0",
+        "'[1,0,0]', '{1}', '{1}', chunk_ids => '{1}', chunk_similarities => '{1}', chunk_text_scores => '{}'",
+        "'[1,0,0]', '{1}', '{1}', text_weight => 1.5",
+        "'[1,0,0]', '{1}', '{1}', feedback_chunks => -1",
     ],
 )
 def test_activate_keys_rejects_bad_parameters(db_conn: psycopg.Connection, args: str) -> None:
