@@ -107,7 +107,7 @@ def generate(dsn: str, n: int, dim: int, seed: int, naive_sample: int, out: Any)
         conn.execute("vacuum analyze")
 
     # The spec's loop (§4.2) on a sample of pairs: set intersection, sum of IDF, one cosine each.
-    key_sets = [set(int(k) for k in row) for row in links]
+    key_sets = [{int(k) for k in row} for row in links]
     df = np.bincount(links.ravel(), minlength=n_keys)
     idf = np.log(n / np.maximum(df, 1))
     sample = rng.integers(n, size=(naive_sample, 2))

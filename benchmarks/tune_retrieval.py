@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -36,11 +37,11 @@ from pgvector.psycopg import register_vector
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sag_pg import SAG, Settings  # noqa: E402
-from sag_pg.db import migrate  # noqa: E402
-from sag_pg.search import RetrievalParams, retrieve  # noqa: E402
-from sag_pg.text.tokenize import search_tokens  # noqa: E402
-from tests.pg import server_params  # noqa: E402
+from sag_pg import SAG, Settings
+from sag_pg.db import migrate
+from sag_pg.search import RetrievalParams, retrieve
+from sag_pg.text.tokenize import search_tokens
+from tests.pg import server_params
 
 BENCH = Path("/work/shared/bench")
 SETS = ("musique-train100", "hotpotqa-train100")
@@ -120,9 +121,9 @@ def open_bench(set_name: str, *, home: Path) -> Bench:
         "select c.id, d.uri from sag.chunks c join sag.documents d on d.id = c.document_id "
         "where c.source_id = %s", [source_id]).fetchall()}
     raw = [json.loads(line) for line in (BENCH / set_name / "queries.jsonl").open(encoding="utf-8") if line.strip()]
-    embeddings = sag.embedder.embed([r["question"] for r in raw])
-    queries = [Query(r["id"], r["question"], r["gold"], np.asarray(e, dtype=np.float32), search_tokens(r["question"]))
-               for r, e in zip(raw, embeddings)]
+    queries = [Query(r["id"], r["question"], r["gold"], np.asarray(sag.embedder.embed([r["question"]])[0],
+                                                                   dtype=np.float32), search_tokens(r["question"]))
+               for r in raw]
     return Bench(set_name, sag, conn, source_id, uri_of, queries)
 
 
@@ -179,7 +180,7 @@ class Scores:
 
     def p(self, q: float) -> float:
         xs = sorted(self.latency_ms)
-        return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else float("nan")
+        return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))] if xs else float("nan")
 
 
 def evaluate(b: Bench, search: Search, *, split: int, timed: bool = True) -> Scores:
@@ -265,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--tune-only", action="store_true",
                     help="evaluate the tuning half only (no warm-up, no held-out figures): for design iterations")
     ap.add_argument("--bm25-synthetic", action="store_true", help="only the synthetic BM25 speed measurement")
+    ap.add_argument("--no-synthetic", action="store_true", help="skip the synthetic BM25 speed measurement")
     ap.add_argument("--home", type=Path, default=ROOT / ".sag-bench", help="SAG home (unused with a DSN)")
     args = ap.parse_args(argv)
     if args.bm25_synthetic:
@@ -294,6 +296,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         b.conn.close()
         b.sag.close()
     print("\n".join(lines))
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
+    print(f"({os.cpu_count()} cores, load average {load}; latency per search, after a warm-up pass, in Python "
+          f"around the call; SAG and the baselines asked for the top {DEPTH} chunks)")
+    if not args.no_synthetic and not args.tune_only:
+        bm25_synthetic(args.home)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,14 @@ from click.testing import CliRunner
 from sag_pg import Settings
 from sag_pg.cli._common import AppContext
 from sag_pg.cli.cluster import cluster as cluster_command
-from sag_pg.cluster import ClusterParams, EventSelection, cluster_events, parse_key_spec, write_graphml, write_png
+from sag_pg.cluster import (
+    ClusterParams,
+    EventSelection,
+    cluster_events,
+    parse_key_spec,
+    write_graphml,
+    write_png,
+)
 from sag_pg.cluster.graph import communities, fuse, normalize_key_weights
 from sag_pg.cluster.titles import offline_title, render_prompt
 from sag_pg.errors import ConfigError, InputError
@@ -412,6 +419,22 @@ def test_cli_text_output_and_options(committed: dict[str, int], db_dsn: str, tmp
     assert json.loads(time_only.output)["event_count"] == 2
 
 
+def test_cli_png_without_matplotlib_fails_before_clustering(committed: dict[str, int], db_dsn: str,
+                                                           tmp_path: Path) -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        result = invoke(db_dsn, tmp_path, ["--source", "one", "--png", str(tmp_path / "g.png")])
+        assert isinstance(result.exception, ConfigError)
+        assert "pip install 'sag-pg[plot]'" in str(result.exception)
+        with psycopg.connect(db_dsn) as conn:
+            assert conn.execute("select count(*) from sag.cluster_runs").fetchone() == (0,)
+    else:
+        result = invoke(db_dsn, tmp_path, ["--source", "one", "--png", str(tmp_path / "g.png")])
+        assert result.exit_code == 0, result.output
+        assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_cli_errors_are_one_line(committed: dict[str, int], db_dsn: str, tmp_path: Path) -> None:
     result = invoke(db_dsn, tmp_path, ["--source", "nowhere"])
     assert result.exit_code != 0
@@ -444,3 +467,13 @@ def test_ingested_demo_corpus_clusters(sag: Any) -> None:  # the `sag` fixture: 
     big = [c for c in result.clusters if c.size > 1]
     assert big and all(c.title and c.top_keys for c in big)
     assert np.all(np.diff([c.size for c in result.clusters]) <= 0)
+
+    # The CLI on the events of a search's results.
+    app = AppContext(settings=sag.settings)
+    cli = CliRunner().invoke(cluster_command, ["--query", "官渡之战", "--source", "3k", "--top-n", "5", "--json"],
+                             obj=app)
+    assert cli.exit_code == 0, cli.output
+    data = json.loads(cli.output)
+    found = sag.search("官渡之战", source="3k", top_n=5)
+    assert data["event_count"] == len({e["id"] for c in found.chunks for e in c.events})
+    assert 0 < data["event_count"] < result.event_count

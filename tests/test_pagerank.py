@@ -14,6 +14,17 @@ def test_one_chunk_one_key_by_hand() -> None:
     # p = (chunk 1, key 0); x_c = alpha * x_k + (1 - alpha), x_k = alpha * x_c
     # => x_c = (1 - alpha) / (1 - alpha^2) = 1 / (1 + alpha) = 1 / 1.85 = 0.540541
     assert rank({1: 1.0}, {10: 0.0}, [(1, 10, 1)]) == {1: pytest.approx(1 / 1.85, abs=1e-6)}
+    # retrieve's damping 0.3: 1 / 1.3 = 0.769231 (most of the score stays with the chunk's own weight)
+    assert rank({1: 1.0}, {10: 0.0}, [(1, 10, 1)], alpha=0.3) == {1: pytest.approx(1 / 1.3, abs=1e-6)}
+
+
+def test_two_chunks_sharing_a_key_by_hand() -> None:
+    # Chunks 1 (p = 3/4) and 2 (p = 1/4) share key 10 (p = 0), one edge each; alpha = 0.5.
+    # The key passes on half its score to each chunk, and each chunk all of its score to the key:
+    #   x_k = 0.5 * (x_1 + x_2) = 0.5 * (1 - x_k)  =>  x_k = 1/3
+    #   x_1 = 0.5 * x_k / 2 + 0.5 * 3/4 = 1/12 + 3/8 = 11/24;  x_2 = 1/12 + 1/8 = 5/24   (sum with x_k: 1)
+    scores = rank({1: 3.0, 2: 1.0}, {10: 0.0}, [(1, 10, 1), (2, 10, 1)], alpha=0.5, tol=1e-12, max_iter=200)
+    assert scores == {1: pytest.approx(11 / 24, abs=1e-9), 2: pytest.approx(5 / 24, abs=1e-9)}
 
 
 def test_isolated_chunks_keep_their_personalization() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import psycopg
 import pytest
+from psycopg.adapt import PyFormat
 
 from sag_pg.errors import QueryError
 from sag_pg.search import RetrievalParams, SearchResult, retrieve
@@ -16,14 +17,15 @@ TOKENS = ["who", "directed", "zorblax"]
 
 def bridge_graph(g: GraphBuilder, source: str) -> dict[str, int]:
     """The answer chunk shares no word and no direction with the question; only the key
-    "Quentin Vance" leads to it, through the chunk about the film."""
+    "Quentin Vance" leads to it, through the chunk about the film.  The other chunks are near the
+    question's direction, but only the film and the toys share a word with it."""
     s = g.source(source)
     doc = g.document(s, f"{source}/films.md", title="Films")
     film = g.chunk(doc, "Zorblax is a 1999 film directed by Quentin Vance.", (1, 0, 0))
     answer = g.chunk(doc, "Born in Oslo, the filmmaker later moved to Paris.", (0, 0, 1))      # similarity 0
     toys = g.chunk(doc, "Zorblax toys were popular.", (4, 3, 0))                              # 0.8
-    knows = g.chunk(doc, "Who knows?", (1, 1, 0))                                             # 0.71
-    energy = g.chunk(doc, "Directed energy weapons.", (3, 4, 0))                              # 0.6
+    knows = g.chunk(doc, "Nobody knows.", (1, 1, 0))                                          # 0.71
+    energy = g.chunk(doc, "Energy weapons.", (3, 4, 0))                                       # 0.6
     zorblax = g.key(s, "Zorblax", (1, 0, 0))
     vance = g.key(s, "Quentin Vance", (0, 0, 1))
     oslo = g.key(s, "Oslo", (0, 1, 0))
@@ -123,11 +125,14 @@ def test_result_shape(db_conn: psycopg.Connection, two_sources: tuple[dict[str, 
     assert [e["content"] for e in first["events"]] == ["Zorblax was directed by Quentin Vance"]
     assert {k["name"] for k in first["keys"]} == {"Zorblax", "Quentin Vance"}
     assert all(k["weight"] is not None and k["step"] == 1 for k in first["keys"])
-    assert d["keys"][0]["name"] == "Zorblax" and d["keys"][0]["weight"] == pytest.approx(1.0)
+    # Every hop's activation is a distribution (key-final keeps each key's largest weight); Zorblax is the
+    # heaviest key.
+    assert d["keys"][0]["name"] == "Zorblax"
+    assert all(0 < k["weight"] <= 1 for k in d["keys"])
     assert set(first["explain"]) == {"document_title", "similarity", "text_score", "key_score", "weight_init",
                                       "via_keys", "via_vector", "via_text"}
-    assert set(d["timings_ms"]) == {"match_keys", "activate_keys", "expand_keys", "rank_chunks", "edges",
-                                    "pagerank", "fetch", "total"}
+    assert set(d["timings_ms"]) == {"match_keys", "query_chunks", "activate_keys", "expand_keys", "rank_chunks",
+                                    "edges", "pagerank", "fetch", "total"}
     assert result.query == "Who directed Zorblax?"
 
 
@@ -140,6 +145,50 @@ def test_bad_parameters(db_conn: psycopg.Connection, two_sources: tuple[dict[str
         retrieve(db_conn, np.zeros((2, 3)), TOKENS, source_ids=None)
     # The connection is still usable: the failed statement was rolled back to a savepoint.
     assert retrieve(db_conn, Q, TOKENS, source_ids=None, top_n=1).chunks
+
+
+def test_allowed_narrows_the_search(db_conn: psycopg.Connection,
+                                    two_sources: tuple[dict[str, int], dict[str, int]]) -> None:
+    one, _ = two_sources
+    src = [one["source"]]
+    everything = retrieve(db_conn, Q, TOKENS, source_ids=src, top_n=5)
+    assert one["answer"] in ids(everything) and one["toys"] in ids(everything)
+    events_of = {c: [e for (e,) in db_conn.execute("select id from sag.events where chunk_id = %s", [c]).fetchall()]
+                 for c in (one["film"], one["answer"], one["toys"])}
+
+    # Only the film and the answer allowed: nothing else is returned.
+    allowed_chunks = [one["film"], one["answer"]]
+    allowed_events = events_of[one["film"]] + events_of[one["answer"]]
+    result = retrieve(db_conn, Q, TOKENS, source_ids=src, top_n=5, allowed=(allowed_events, allowed_chunks))
+    assert ids(result) == [one["film"], one["answer"]]
+
+    # The film's event not allowed: the bridge key Quentin Vance can no longer be activated from it (the
+    # answer's own event, orthogonal to the query, carries no weight), so the answer comes only if its chunk
+    # is allowed -- and then only through the vector list, with no key score.
+    result = retrieve(db_conn, Q, TOKENS, source_ids=src, top_n=5,
+                      allowed=(events_of[one["answer"]] + events_of[one["toys"]], allowed_chunks + [one["toys"]]))
+    hit = next(c for c in result.chunks if c.chunk_id == one["answer"])
+    assert hit.key_score == 0 and not hit.via_keys
+    assert one["vance"] not in {k.key_id for k in result.keys}
+
+    # Nothing allowed: no result.  Duplicated ids (one chunk per event, as allowed_events gives them) are fine.
+    assert retrieve(db_conn, Q, TOKENS, source_ids=src, allowed=([], [])).chunks == []
+    twice = retrieve(db_conn, Q, TOKENS, source_ids=src, top_n=5,
+                     allowed=(allowed_events * 2, allowed_chunks * 2))
+    assert ids(twice) == [one["film"], one["answer"]]
+
+
+def test_binary_vector_parameters(db_dsn: str, db_conn: psycopg.Connection,
+                                  two_sources: tuple[dict[str, int], dict[str, int]]) -> None:
+    """The query vector goes as a binary parameter; a connection without pgvector's adapters gets them."""
+    one, _ = two_sources
+    db_conn.commit()   # the graph (and bind_embedder's locks) must be visible to the other connection
+    with psycopg.connect(db_dsn) as plain:   # no register_vector
+        result = retrieve(plain, Q, TOKENS, source_ids=[one["source"]], top_n=3)
+        assert one["answer"] in ids(result)
+        plain.adapters.get_dumper(np.ndarray, PyFormat.BINARY)   # registered by retrieve
+        # A list works as well as a numpy array.
+        assert ids(retrieve(plain, [1.0, 0.0, 0.0], TOKENS, source_ids=[one["source"]], top_n=3)) == ids(result)
 
 
 def test_empty_database(db_conn: psycopg.Connection) -> None:

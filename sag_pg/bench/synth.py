@@ -188,11 +188,10 @@ def _unit(rng: np.random.Generator, n: int, dim: int) -> npt.NDArray[np.float32]
     return vectors
 
 
-def key_rows(config: SynthConfig, used: tuple[I64, I64], start: int, count: int) -> tuple[KeyRows, KeyRows]:
-    """Keys ``start .. start + count - 1`` of :func:`key_counts`: (string keys with embeddings, time keys).
-    Their embeddings are drawn from a generator seeded by ``start``: any slicing order gives the same rows."""
-    ids = used[0][start:start + count]
-    counts = used[1][start:start + count]
+def key_rows(config: SynthConfig, ids: I64, counts: I64, start: int) -> tuple[KeyRows, KeyRows]:
+    """Rows for a slice of :func:`key_counts` (``ids``, ``counts``, beginning at position ``start``):
+    (string keys with embeddings, time keys).  Embeddings come from a generator seeded by ``start``, so
+    the rows do not depend on how the keys are batched elsewhere."""
     types = key_type(ids)
     is_time = np.array([t == "time" for t in types], dtype=bool)
     rng = np.random.default_rng([config.seed, _KEYS, start])

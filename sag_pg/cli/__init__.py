@@ -9,13 +9,15 @@ import click
 
 from ._common import run_main
 from .ask import ask
+from .bench import bench, bench_scale
+from .cluster import cluster
 from .db import db
 from .demo import demo
 from .ingest import delete, ingest, source, sources, stats
 from .root import cli
 from .search import search
 
-for command in (db, demo, ingest, search, ask, delete, source, sources, stats):
+for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, delete, source, sources, stats):
     cli.add_command(command)
 
 

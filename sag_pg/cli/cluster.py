@@ -32,8 +32,10 @@ def _event_ids(value: str | None) -> tuple[int, ...] | None:
 @click.option("--until", type=click.DateTime(_DATES), default=None, help="Only events with event_time < this.")
 @click.option("--key", "key_spec", default=None, metavar="TYPE:NAME", help="Only events holding this key, "
               "e.g. person:Steve Jobs.")
-@click.option("--events", "event_ids", default=None, metavar="ID,ID,…", help="Only these event ids (e.g. the "
-              "events of a search's results).")
+@click.option("--events", "event_ids", default=None, metavar="ID,ID,…", help="Only these event ids.")
+@click.option("--query", default=None, help="Only the events of this search's top chunks (fast search).")
+@click.option("--top-n", type=click.IntRange(1), default=20, show_default=True,
+              help="Chunks of the --query search whose events are clustered.")
 @click.option("--alpha", type=click.FloatRange(0, 1), default=0.7, show_default=True,
               help="Weight of shared keys against semantic similarity.")
 @click.option("--threshold", type=click.FloatRange(0, 1, max_open=True), default=0.1, show_default=True,
@@ -59,30 +61,45 @@ def _event_ids(value: str | None) -> tuple[int, ...] | None:
               help="Also draw the clusters to this PNG (needs: pip install 'sag-pg[plot]').")
 @pass_app
 def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], since: datetime | None,
-            until: datetime | None, key_spec: str | None, event_ids: str | None, alpha: float, threshold: float,
-            no_idf: bool, key_types: str | None, semantic_k: int, max_key_events: int | None,
-            pairs_per_event: float, resolution: float,
-            seed: int, offline_titles: bool, limit: int, as_json: bool, graphml: Path | None,
-            png: Path | None) -> None:
+            until: datetime | None, key_spec: str | None, event_ids: str | None, query: str | None, top_n: int,
+            alpha: float, threshold: float, no_idf: bool, key_types: str | None, semantic_k: int,
+            max_key_events: int | None, pairs_per_event: float, resolution: float, seed: int,
+            offline_titles: bool, limit: int, as_json: bool, graphml: Path | None, png: Path | None) -> None:
     """Cluster events by shared keys (IDF-weighted) and embeddings, with Louvain, and store the clusters.
 
-    Titles come from the LLM when one is configured, else from each cluster's most characteristic keys.
+    All the given filters must hold; none clusters every event.  Titles come from the LLM when one is
+    configured, else from each cluster's most characteristic keys.  Each run is stored (sag.cluster_runs).
 
     Example:
 
         sag-pg cluster --source history --key-types person,place,topic --alpha 0.6 --graphml history.graphml
     """
-    from ..cluster import ClusterParams, EventSelection, cluster_events, parse_key_spec, write_graphml, write_png
+    from ..cluster import (
+        ClusterParams,
+        EventSelection,
+        cluster_events,
+        parse_key_spec,
+        write_graphml,
+        write_png,
+    )
+    from ..cluster.export import require_matplotlib
 
     types = tuple(t.strip() for t in key_types.split(",") if t.strip()) if key_types is not None else None
-    selection = EventSelection(source=source, documents=documents, since=since, until=until,
-                               key=parse_key_spec(key_spec) if key_spec else None, event_ids=_event_ids(event_ids))
     params = ClusterParams(use_idf=not no_idf, key_types=types, alpha=alpha, edge_threshold=threshold,
                            semantic_k=semantic_k, max_key_events=max_key_events,
-                           key_pairs_per_event=pairs_per_event, resolution=resolution,
-                           random_state=seed)
+                           key_pairs_per_event=pairs_per_event, resolution=resolution, random_state=seed)
     params.validate()
+    if png is not None:
+        require_matplotlib()  # before the work, not after it
+    key = parse_key_spec(key_spec) if key_spec else None
+    ids = _event_ids(event_ids)
+    if query is not None and ids is not None:
+        raise click.UsageError("give --query or --events, not both")
     sag = app.sag()
+    if query is not None:
+        ids = EventSelection.from_search(sag.search(query, source=source, top_n=top_n)).event_ids
+    selection = EventSelection(source=source, documents=documents, since=since, until=until, key=key,
+                               event_ids=ids)
     err = Console(stderr=True)
     llm = None if offline_titles else sag.llm
     spinner = err.status("clustering", spinner="dots") if err.is_terminal and not as_json else nullcontext()

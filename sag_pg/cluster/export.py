@@ -22,7 +22,7 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from .run import ClusterResult
 
-__all__ = ["export_graph", "write_graphml", "write_png"]
+__all__ = ["export_graph", "require_matplotlib", "write_graphml", "write_png"]
 
 _GOLDEN_ANGLE = math.pi * (3.0 - math.sqrt(5.0))
 
@@ -73,17 +73,23 @@ _FONTS = ["Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC", "WenQuan
           "Microsoft YaHei", "PingFang SC", "Arial Unicode MS", "DejaVu Sans"]
 
 
+def require_matplotlib() -> None:
+    """Raise :class:`ConfigError` naming the extra to install when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError("PNG export needs matplotlib, which is not installed: pip install 'sag-pg[plot]'") from exc
+
+
 def write_png(result: ClusterResult, path: str | Path, *, max_edges: int = 20_000, legend: int = 12,
               dpi: int = 150) -> Path:
     """Draw the clusters as a PNG (needs matplotlib: ``pip install 'sag-pg[plot]'``); returns the path."""
-    try:
-        import matplotlib
+    require_matplotlib()
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.collections import LineCollection
-    except ImportError as exc:
-        raise ConfigError("--png needs matplotlib, which is not installed: pip install 'sag-pg[plot]'") from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
 
     target = Path(path)
     positions = _layout(result)

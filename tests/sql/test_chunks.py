@@ -16,7 +16,8 @@ BM25 (N = 4, avgdl = 7/4, df(apple) = 2, idf = ln(1 + 2.5/2.5) = ln 2 = 0.693147
 key_score = sum W * ln(1 + count) / step:
     c1 = 1 * ln 2 / 1 = 0.693147;  c2 = 1 * ln 4 / 1 + 0.5 * ln 2 / 2 = 1.386294 + 0.173287 = 1.559581
     c3 = 0.5 * ln 3 / 2 = 0.274653
-s = 0.5 * sim + 0.5 * text_score:  c1 = 0.5 + 0.412577 = 0.912577;  c2 = 0.4;  c3 = 0.5;  c4 = 0.3
+With text_weight 0.5 (most tests), s = 0.5 * sim + 0.5 * text_score:
+    c1 = 0.5 + 0.412577 = 0.912577;  c2 = 0.4;  c3 = 0.5;  c4 = 0.3
 weight_init = 0.5 * s + ln(1 + key_score):
     c1 = 0.456288 + ln 1.693147 (0.526589) = 0.982877
     c2 = 0.2 + ln 2.559581 (0.939844) = 1.139844
@@ -60,6 +61,8 @@ def graph(db_conn: psycopg.Connection) -> dict[str, int]:
 
 
 def rank(conn: psycopg.Connection, g: dict[str, int], **kw: object) -> list[tuple[object, ...]]:
+    """rank_chunks with key-final K1 = 1 (step 1), K2 = 0.5 (step 2); text_weight 0.5 unless given."""
+    kw = {"text_weight": 0.5, **kw}
     named = "".join(f", {k} => %({k})s" for k in kw)
     args = {"q": Q, "t": ["apple"], "k": [g["k1"], g["k2"]], "w": [1.0, 0.5], "st": [1, 2], **kw}
     return [tuple(r) for r in conn.execute(RANK.format(named=named), args).fetchall()]
@@ -82,6 +85,14 @@ def test_rank_chunks_formulas(db_conn: psycopg.Connection, graph: dict[str, int]
 
 def test_rank_chunks_text_weight(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
     g = graph
+    # The default text_weight 0.85: s = 0.15 * sim + 0.85 * text_score:
+    #   c1 = 0.15 + 0.85 * 0.825153 = 0.851380 -> 0.425690 + 0.526589 = 0.952279
+    #   c2 = 0.12 -> 0.06 + 0.939844 = 0.999844;  c3 = 0.85 -> 0.425 + 0.242674 = 0.667674
+    rows = [tuple(r) for r in db_conn.execute(
+        "select chunk_id, s, weight_init from sag.rank_chunks(%s::vector, %s, %s, %s, %s, %s, vector_limit => 2)",
+        [Q, ["apple"], [g["k1"], g["k2"]], [1.0, 0.5], [1, 2], [g["s1"]]]).fetchall()]
+    assert rows == [(g["c2"], a(0.12), a(0.999844)), (g["c1"], a(0.851380), a(0.952279)),
+                    (g["c3"], a(0.85), a(0.667674))]
     # text_weight 0.2: s = 0.8 * sim + 0.2 * text_score:
     #   c1 = 0.8 + 0.165031 = 0.965031 -> 0.482515 + 0.526589 = 1.009104
     #   c2 = 0.64 -> 0.32 + 0.939844 = 1.259844;  c3 = 0.2 -> 0.1 + 0.242674 = 0.342674
@@ -103,8 +114,8 @@ def test_rank_chunks_candidate_limits(db_conn: psycopg.Connection, graph: dict[s
     assert all(r[2] == 0 for r in rows)   # no BM25 list: text_score 0
     # No keys: vector (all four chunks) and text only; c4 = 0.5 * (0.5 * 0.6) = 0.15.
     rows = [tuple(r) for r in db_conn.execute(
-        "select chunk_id, weight_init, via_keys from sag.rank_chunks(%s::vector, %s, null, null, null, %s)",
-        [Q, ["apple"], [g["s1"]]]).fetchall()]
+        "select chunk_id, weight_init, via_keys from sag.rank_chunks(%s::vector, %s, null, null, null, %s, "
+        "text_weight => 0.5)", [Q, ["apple"], [g["s1"]]]).fetchall()]
     # c1 = 0.5 * 0.912577 = 0.456288; c3 = 0.25; c2 = 0.2; c4 = 0.15
     assert rows == [(g["c1"], a(0.456288), False), (g["c3"], a(0.25), False), (g["c2"], a(0.2), False),
                     (g["c4"], a(0.15), False)]
@@ -115,13 +126,78 @@ def test_rank_chunks_stays_inside_sources(db_conn: psycopg.Connection, graph: di
     # Source two's key K1 passed in key-final is ignored when searching source one, and its chunk c5
     # (a copy of c1) is never returned.
     rows = [tuple(r) for r in db_conn.execute(
-        "select chunk_id, key_score from sag.rank_chunks(%s::vector, %s, %s, %s, %s, %s, vector_limit => 2)",
+        "select chunk_id, key_score from sag.rank_chunks(%s::vector, %s, %s, %s, %s, %s, vector_limit => 2, "
+        "text_weight => 0.5)",
         [Q, ["apple"], [g["k1"], g["k2"], g["k1_two"]], [1.0, 0.5, 1.0], [1, 2, 1], [g["s1"]]]).fetchall()]
     assert rows == [(g["c2"], a(1.559581)), (g["c1"], a(0.693147)), (g["c3"], a(0.274653))]
     rows = db_conn.execute(
         "select chunk_id from sag.rank_chunks(%s::vector, %s, %s, %s, %s, %s)",
         [Q, ["apple"], [g["k1"], g["k2"], g["k1_two"]], [1.0, 0.5, 1.0], [1, 2, 1], [g["s2"]]]).fetchall()
     assert [r[0] for r in rows] == [g["c5"]]
+
+
+def test_rank_chunks_with_given_query_chunks(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    g = graph
+    # The query's chunks given (as sag.query_chunks returns them): only c4 (similarity 0.6, text_score 0,
+    # found by the vector search).  No search happens: c1 and c3 come through the keys only, with their exact
+    # similarity and text_score 0.  text_weight 0.5:
+    #   c2: s = 0.5 * 0.8 = 0.4 -> 0.2 + 0.939844 = 1.139844
+    #   c1: s = 0.5 * 1.0 = 0.5 -> 0.25 + 0.526589 = 0.776589
+    #   c3: s = 0 -> 0.242674;  c4: s = 0.5 * 0.6 = 0.3 -> 0.15
+    rows = rank(db_conn, g, source_ids=[g["s1"]], chunk_ids=[g["c4"]], chunk_similarities=[0.6],
+                chunk_text_scores=[0.0], chunk_via_vector=[True])
+    assert [(r[0], r[1], r[2], r[5], r[6], r[7], r[8]) for r in rows] == [
+        (g["c2"], a(0.8), a(0.0), a(1.139844), True, False, False),
+        (g["c1"], a(1.0), a(0.0), a(0.776589), True, False, False),
+        (g["c3"], a(0.0), a(0.0), a(0.242674), True, False, False),
+        (g["c4"], a(0.6), a(0.0), a(0.15), False, True, False),
+    ]
+    # A given text_score > 0 means the chunk came through BM25.
+    rows = rank(db_conn, g, source_ids=[g["s1"]], chunk_ids=[g["c4"]], chunk_similarities=[0.6],
+                chunk_text_scores=[0.5])
+    assert [(r[0], r[7], r[8]) for r in rows if r[0] == g["c4"]] == [(g["c4"], False, True)]
+
+
+def test_rank_chunks_chunk_filter(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    g = graph
+    # Only c1 and c3 allowed: c2 (keys and vector) is gone, the others keep the numbers of
+    # test_rank_chunks_formulas (BM25 statistics are those of the whole source).
+    rows = rank(db_conn, g, source_ids=[g["s1"]], vector_limit=2, chunk_filter=[g["c1"], g["c3"]])
+    assert rows == [
+        (g["c1"], a(1.0), a(0.825153), a(0.912577), a(0.693147), a(0.982877), True, True, True),
+        (g["c3"], a(0.0), a(1.0), a(0.5), a(0.274653), a(0.492674), True, True, True),
+    ]
+    assert rank(db_conn, g, source_ids=[g["s1"]], chunk_filter=[]) == []
+
+
+def test_query_chunks(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    g = graph
+    call = ("select chunk_id, similarity, text_score, s, via_vector, via_text "
+            "from sag.query_chunks(%(q)s::vector, %(t)s, %(s)s{named})")
+
+    def qc(**kw: object) -> list[tuple[object, ...]]:
+        kw = {"vector_limit": 2, **kw}
+        named = "".join(f", {k} => %({k})s" for k in kw)
+        return [tuple(r) for r in db_conn.execute(call.format(named=named),
+                                                  {"q": Q, "t": ["apple"], "s": [g["s1"]], **kw}).fetchall()]
+
+    # Dense top 2: c1 (1.0), c2 (0.8); BM25: c3 (text_score 1), c1 (0.825153).  c3's similarity is computed.
+    # text_weight 0.5: c1 = 0.912577; c3 = 0.5; c2 = 0.4
+    assert qc(text_weight=0.5) == [
+        (g["c1"], a(1.0), a(0.825153), a(0.912577), True, True),
+        (g["c3"], a(0.0), a(1.0), a(0.5), False, True),
+        (g["c2"], a(0.8), a(0.0), a(0.4), True, False),
+    ]
+    # Default text_weight 0.85: c1 = 0.15 + 0.701380 = 0.851380; c3 = 0.85; c2 = 0.12
+    assert [(r[0], r[3]) for r in qc()] == [(g["c1"], a(0.851380)), (g["c3"], a(0.85)), (g["c2"], a(0.12))]
+    # Only c2 and c3 allowed: dense top 2 = c2 (0.8), c3 (0.0); BM25 = c3 alone, so its text_score is 1.
+    assert qc(text_weight=0.5, chunk_filter=[g["c2"], g["c3"]]) == [
+        (g["c3"], a(0.0), a(1.0), a(0.5), True, True),
+        (g["c2"], a(0.8), a(0.0), a(0.4), True, False),
+    ]
+    assert qc(vector_limit=0, text_limit=0) == []
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        qc(text_weight=2.0)
 
 
 @pytest.mark.parametrize(
@@ -134,6 +210,7 @@ def test_rank_chunks_stays_inside_sources(db_conn: psycopg.Connection, graph: di
         "'[1,0,0]', '{}', '{}', '{}', '{}', text_limit => -1",
         "'[1,0,0]', '{}', '{}', '{}', '{}', key_chunk_limit => -1",
         "'[1,0,0]', '{}', '{}', '{}', '{}', text_weight => 1.5",
+        "'[1,0,0]', '{}', '{}', '{}', '{}', chunk_ids => '{1}', chunk_similarities => '{}', chunk_text_scores => '{1}'",
     ],
 )
 def test_rank_chunks_rejects_bad_parameters(db_conn: psycopg.Connection, args: str) -> None:
@@ -153,6 +230,17 @@ def test_dense_chunks(db_conn: psycopg.Connection, graph: dict[str, int]) -> Non
     db_conn.execute("update sag.chunks set embedding = null where id = %s", [g["c4"]])
     rows = db_conn.execute("select chunk_id from sag.dense_chunks(%s::vector, %s)", [Q, [g["s1"]]]).fetchall()
     assert [r[0] for r in rows] == [g["c1"], g["c3"]]
+    # chunk_filter: an exact search over the allowed chunks (zero and missing embeddings still left out).
+    rows = db_conn.execute("select chunk_id, similarity from sag.dense_chunks(%s::vector, chunk_filter => %s)",
+                           [Q, [g["c2"], g["c3"], g["c4"], g["c5"]]]).fetchall()
+    assert [(r[0], a(r[1])) for r in rows] == [(g["c5"], 1.0), (g["c3"], 0.0)]
+    assert db_conn.execute("select count(*) from sag.dense_chunks(%s::vector, chunk_filter => '{}')",
+                           [Q]).fetchone() == (0,)
+    # A filter of more than 1,000 ids goes through the HNSW index instead (filter applied to its rows): the
+    # same answer.
+    big = [g["c2"], g["c3"], g["c4"], g["c5"]] + list(range(10**6, 10**6 + 1000))
+    rows = db_conn.execute("select chunk_id from sag.dense_chunks(%s::vector, chunk_filter => %s)", [Q, big]).fetchall()
+    assert [r[0] for r in rows] == [g["c5"], g["c3"]]
     with pytest.raises(psycopg.errors.InvalidParameterValue):
         db_conn.execute("select * from sag.dense_chunks(%s::vector, top_k => 0)", [Q])
 
@@ -170,6 +258,11 @@ def test_hybrid_chunks_is_reciprocal_rank_fusion(db_conn: psycopg.Connection, gr
     rows = db_conn.execute("select chunk_id, score from sag.hybrid_chunks(%s::vector, %s, %s, top_k => 2, rrf_k => 0)",
                            [Q, ["apple"], [g["s1"]]]).fetchall()
     assert [(r[0], r[1]) for r in rows] == [(g["c1"], a(1.5)), (g["c3"], a(1.0))]
+    # chunk_filter goes to both lists: c2, c4 allowed: dense c2 1, c4 2; BM25 (apple) none:
+    #   c2 = 1/61; c4 = 1/62
+    rows = db_conn.execute("select chunk_id, score from sag.hybrid_chunks(%s::vector, %s, %s, chunk_filter => %s)",
+                           [Q, ["apple"], [g["s1"]], [g["c2"], g["c4"]]]).fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(g["c2"], a(1 / 61)), (g["c4"], a(1 / 62))]
     with pytest.raises(psycopg.errors.InvalidParameterValue), db_conn.transaction():
         db_conn.execute("select * from sag.hybrid_chunks(%s::vector, '{}', rrf_k => -1)", [Q])
 
@@ -205,11 +298,18 @@ def test_search_by_vector_composes_the_stages(db_conn: psycopg.Connection) -> No
     manual = db_conn.execute(
         """
         with seeds as (select array_agg(key_id) ids, array_agg(similarity) w from sag.match_keys(%(q)s::vector, %(s)s)),
+        qc as (select array_agg(chunk_id) ids, array_agg(similarity) sim, array_agg(text_score) ts,
+                      array_agg(via_vector) vv
+                 from sag.query_chunks(%(q)s::vector, %(t)s, %(s)s)),
         act as (select array_agg(a.key_id) ids, array_agg(a.weight) w, array_agg(a.step) st
-                  from seeds, sag.activate_keys(%(q)s::vector, seeds.ids, seeds.w, %(s)s) a),
+                  from seeds, qc, sag.activate_keys(%(q)s::vector, seeds.ids, seeds.w, %(s)s, chunk_ids => qc.ids,
+                                                    chunk_similarities => qc.sim, chunk_text_scores => qc.ts) a),
         fin as (select array_agg(e.key_id) ids, array_agg(e.weight) w, array_agg(e.step) st
                   from act, sag.expand_keys(%(q)s::vector, act.ids, act.w, act.st, %(s)s) e)
-        select r.chunk_id, r.weight_init from fin, sag.rank_chunks(%(q)s::vector, %(t)s, fin.ids, fin.w, fin.st, %(s)s) r
+        select r.chunk_id, r.weight_init
+          from fin, qc, sag.rank_chunks(%(q)s::vector, %(t)s, fin.ids, fin.w, fin.st, %(s)s, chunk_ids => qc.ids,
+                                        chunk_similarities => qc.sim, chunk_text_scores => qc.ts,
+                                        chunk_via_vector => qc.vv) r
         """,
         {"q": Q, "s": [one["source"]], "t": ["who", "founded", "apple"]},
     ).fetchall()

@@ -101,7 +101,7 @@ def pair(x: dict[str, int], a: str, b: str) -> tuple[int, int]:
 
 def test_idf_is_ln_n_over_df(db_conn: psycopg.Connection) -> None:
     x = build(db_conn)
-    k = lambda n: x[f"k:{n}"]  # noqa: E731
+    k = lambda n: x[f"k:{n}"]
     expected = {k("官渡"): LN2, k("赤壁"): LN2, k("三国"): 0.0, k("曹操"): LN3, k("周瑜"): LN3, k("袁绍"): LN3,
                 k("200年"): LN3}
     assert idf(db_conn, ids(x, *ALL)) == approx(expected)
@@ -113,7 +113,7 @@ def test_idf_is_ln_n_over_df(db_conn: psycopg.Connection) -> None:
 
 def test_idf_counts_only_the_chosen_events(db_conn: psycopg.Connection) -> None:
     x = build(db_conn)
-    k = lambda n: x[f"k:{n}"]  # noqa: E731
+    k = lambda n: x[f"k:{n}"]
     # Chosen e1, e2, e3 (and an id that does not exist, which does not count): N = 3.
     # 官渡 df 3 -> ln 1 = 0; 三国 df 3 -> 0; 曹操 df 2 -> ln 1.5; 袁绍 df 1 -> ln 3; 200年 df 1 -> ln 3.
     got = idf(db_conn, ids(x, "e1", "e2", "e3") + [10**12])

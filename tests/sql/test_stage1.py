@@ -285,6 +285,10 @@ def test_activate_keys_event_filter(db_conn: psycopg.Connection) -> None:
     assert activate(db_conn, {k["D"]: 0.5}, **args, event_filter=allowed) == approx(
         [(k["C"], 1.515 / 3.67, 1), (k["B"], 0.8 / 3.67, 1), (k["D"], 0.715 / 3.67, 1), (k["A"], 0.32 / 3.67, 1),
          (k["E"], 0.32 / 3.67, 1)])
+    # More than 1,000 ids (the HNSW search with a filter instead of an exact one): the same.
+    big = allowed + list(range(10**6, 10**6 + 1000))
+    assert activate(db_conn, {k["D"]: 0.5}, **args, event_filter=big) == activate(
+        db_conn, {k["D"]: 0.5}, **args, event_filter=allowed)
     # Nothing allowed: nothing activates.  NULL: no filter.
     assert activate(db_conn, {k["D"]: 0.5}, **args, event_filter=[]) == []
     assert activate(db_conn, {k["D"]: 0.5}, **args, event_filter=None) == activate(db_conn, {k["D"]: 0.5}, **args)
