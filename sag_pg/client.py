@@ -26,6 +26,7 @@ from .llm import LLM, make_llm
 
 if TYPE_CHECKING:
     from .answer import Answer
+    from .cluster import ClusterParams, ClusterResult, EventSelection
     from .ingest.extractors import Extractor
     from .search.result import SearchResult
     from .search.retrieve import RetrievalParams
@@ -175,6 +176,14 @@ class SAG:
         from .answer import ask
 
         return ask(self, question, mode=mode, source=source, top_n=top_n, **options)
+
+    def cluster(self, selection: EventSelection, params: ClusterParams | None = None) -> ClusterResult:
+        """Cluster the selected events (sag-algorithm §4) with Louvain and store the run; titles come from
+        the LLM when one is configured, else from each cluster's most characteristic keys."""
+        from .cluster import ClusterParams, cluster_events
+
+        return cluster_events(self.db, selection, params or ClusterParams(), llm=self.llm,
+                              prompts_dir=self.settings.prompts_dir)
 
     def configure_source(self, name: str, *, key_types: dict[str, float] | None = None,
                          synonyms: dict[str, str] | None = None, alignment: dict[str, Any] | None = None,

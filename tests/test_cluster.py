@@ -477,3 +477,12 @@ def test_ingested_demo_corpus_clusters(sag: Any) -> None:  # the `sag` fixture: 
     found = sag.search("官渡之战", source="3k", top_n=5)
     assert data["event_count"] == len({e["id"] for c in found.chunks for e in c.events})
     assert 0 < data["event_count"] < result.event_count
+
+
+def test_client_cluster_groups_the_demo_battles(sag) -> None:  # type: ignore[no-untyped-def]
+    from sag_pg.cluster import EventSelection
+    from sag_pg.demo import demo_paths
+
+    sag.ingest_files([p for p in demo_paths() if "three-kingdoms" in str(p)])
+    result = sag.cluster(EventSelection(source="default"))
+    assert result.clusters and sum(len(c.event_ids) for c in result.clusters) == result.event_count
