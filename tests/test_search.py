@@ -97,3 +97,14 @@ def test_normal_mode_rewrites_with_the_llm(library: SAG, db_dsn: str, tmp_path: 
     prompt = openai_server.prompts()[0]
     assert "who made the thing" in prompt and "Related events:" in prompt
     assert "person" in prompt.split("Allowed key types:", 1)[1]
+
+
+def test_sql_restriction_narrows_the_search(library: SAG) -> None:
+    unrestricted = library.search("first", top_n=4)
+    assert {hit.document_uri for hit in unrestricted.chunks} >= {"hopper", "lovelace"}
+    narrowed = library.search("first", sql="key.type = 'time' AND key.value_number >= 1900", top_n=4)
+    uris = {hit.document_uri for hit in narrowed.chunks}
+    assert uris and uris <= {"hopper", "curie"}  # the only documents with a year key after 1900
+    assert "hopper" in uris
+    by_document = library.search("Engine", sql="document.uri = 'babbage'", top_n=4)
+    assert {hit.document_uri for hit in by_document.chunks} == {"babbage"}
