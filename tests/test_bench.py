@@ -327,9 +327,12 @@ def test_binary_rows_layout() -> None:
     assert raw == expected
 
 
-def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str) -> None:
+def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sag_pg.bench import scale
     from sag_pg.bench.scale import _CONSTRAINTS, _SECONDARY_INDEXES, load, measure
 
+    # 1 MB of maintenance_work_mem: the keys' HNSW graph spills, and pgvector's notice is kept.
+    monkeypatch.setattr(scale, "_index_memory_mb", lambda dim, rows: 1)
     def schema(conn: psycopg.Connection) -> tuple[list, list]:  # type: ignore[type-arg]
         return sorted(conn.execute(_SECONDARY_INDEXES).fetchall()), sorted(conn.execute(_CONSTRAINTS).fetchall())
 
@@ -338,6 +341,7 @@ def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str) -> None:
     assert len(before[0]) >= 8 and sum(1 for c in before[1] if c[4] == "f") >= 10
     config = SynthConfig(events=1200, dim=8, batch_chunks=40)
     result = load(db_dsn, config, lambda *a: None, workers=2)
+    assert any("maintenance_work_mem" in n for n in result.notices), result.notices
     with psycopg.connect(db_dsn) as conn:
         assert violations(conn) == {}
         assert schema(conn) == before  # every index and constraint is back

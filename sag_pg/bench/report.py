@@ -88,6 +88,7 @@ def format_scale(results: Sequence[ScaleResult]) -> str:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in r.stage_p50_ms.items())
         lines.append(f"{r.events:,} events (dim {r.dim}), fast-search stage p50 ms: {stages}"
                      + (f"; kept database {r.database}" if r.database else ""))
+        lines += [f"  index build notice: {n}" for n in dict.fromkeys(r.notices)]
     lines.append(_targets(results))
     return "\n".join(lines)
 
@@ -106,7 +107,7 @@ def _targets(results: Sequence[ScaleResult]) -> str:
         parts.append(f"p50 <= {TARGETS['p50_ms_at_1m']:.0f} ms at 1 M: not run")
     worst_ratio = max(r.ratio for r in results)
     parts.append(f"ratio <= {TARGETS['ratio']:.0f}x: worst {worst_ratio:.1f}x, {verdict(worst_ratio <= TARGETS['ratio'])}")
-    slowest = min(r.events_per_s for r in results)
-    parts.append(f"load >= {TARGETS['events_per_s']:,.0f} events/s: slowest {slowest:,.0f}, "
-                 f"{verdict(slowest >= TARGETS['events_per_s'])}")
+    rates = ", ".join(f"{r.events_per_s:,.0f} at {r.events:,} ({verdict(r.events_per_s >= TARGETS['events_per_s'])})"
+                      for r in results)
+    parts.append(f"load >= {TARGETS['events_per_s']:,.0f} events/s: {rates}")
     return "targets: " + "; ".join(parts)

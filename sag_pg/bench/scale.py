@@ -16,6 +16,7 @@ filler words (stop words included) as tokens.
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from collections import deque
@@ -118,6 +119,7 @@ class ScaleResult:
     hnsw_p95_ms: float = 0.0
     stage_p50_ms: dict[str, float] = field(default_factory=dict)
     probe_plan: str = ""
+    notices: list[str] = field(default_factory=list)  # from the index builds (e.g. pgvector spilling to disk)
     peak_rss_mb: float = 0.0
     database: str | None = None
 
@@ -226,6 +228,14 @@ def _parallel(items: Iterator[T], work: Callable[[T], None], workers: int) -> It
             yield done
 
 
+def _index_memory_mb(dim: int, rows: int) -> int:
+    """maintenance_work_mem for an HNSW graph of ``rows`` vectors: ~4 * dim + 1 KiB an element in memory
+    (vector, neighbour lists at m = 16, bookkeeping), plus 20 %; at least 256 MB, at most 40 % of RAM."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 8 << 30
+    need = rows * (4 * dim + 1024) * 1.2
+    return int(min(max(need, 256 << 20), 0.4 * ram) / 2**20)
+
+
 def _load_rows(dsn: str, config: SynthConfig, result: ScaleResult, progress: Progress, workers: int) -> None:
     """Keys first, then the batches (documents, chunks, events, links), one transaction a batch on
     ``workers`` connections side by side, while this thread builds the next payloads (at most
@@ -286,11 +296,11 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2)
         conn.commit()
         result.load_seconds = time.perf_counter() - started
 
-        # Memory for sorted builds and for the largest HNSW graph (pgvector slows down a lot once the graph
-        # spills out of maintenance_work_mem).
-        need_mb = int(config.events * (4 * config.dim + 400) * 1.3 / 2**20) + 64
+        # pgvector says so (a NOTICE) when an HNSW graph no longer fits in maintenance_work_mem and goes on
+        # building on disk, many times more slowly: keep the notices, and give the largest graph room.
+        conn.add_notice_handler(lambda diag: result.notices.append(diag.message_primary or ""))
         conn.execute(sql.SQL("set maintenance_work_mem = {}").format(
-            sql.Literal(f"{min(max(need_mb, 256), 8192)}MB")))
+            sql.Literal(f"{_index_memory_mb(config.dim, max(result.chunks, config.events, result.keys))}MB")))
         progress("index", 0, 2)
         started = time.perf_counter()
         # Keys and unique constraints, the secondary indexes, then the foreign keys (validated here).

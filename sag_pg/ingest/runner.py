@@ -27,7 +27,8 @@ from . import store
 from .prepare import DocumentPreparer, PreparedDocument, content_hash
 from .readers import DocumentInput, InputFailure, ReadResult
 
-BULK_DOCUMENTS = 1000
+BULK_DOCUMENTS = 1000  # changed documents that always make a load "bulk"
+BULK_MIN_DOCUMENTS = 200  # below this, row-by-row index updates are cheaper than a rebuild
 _BULK = 16  # from this many changed documents on, prepare in a worker process
 _WINDOW = 32  # documents in flight to the worker
 
@@ -66,7 +67,8 @@ class Ingestor:
                  alignment: store.KeyAlignment | None = None, llm: LLM | None = None,
                  bulk: bool | None = None) -> None:
         """``bulk``: rebuild the vector indexes after the load instead of row by row — None decides by
-        the number of changed documents (at least BULK_DOCUMENTS), True forces it, False never."""
+        the number of changed documents (at least as many as already stored, at least 200, at most
+        BULK_DOCUMENTS needed), True forces it, False never."""
         self.db = db
         self.bulk = bulk
         self.preparer = preparer
@@ -91,7 +93,11 @@ class Ingestor:
             # Look ahead: enough changed documents make rebuilding the HNSW graphs once after the load
             # (several times cheaper than one graph insertion of ~1 ms per row) worth it.
             head = list(itertools.islice(todo, BULK_DOCUMENTS))
-            bulk = bool(head) and (self.bulk or (self.bulk is None and len(head) >= BULK_DOCUMENTS))
+            # Rebuilding costs about as much as the rows already indexed: worth it once the load is at least
+            # as big as what is there (and not for a handful of documents).
+            stored = conn.execute("select count(*) from sag.documents").fetchone()[0]  # all sources share the indexes
+            needed = min(BULK_DOCUMENTS, max(BULK_MIN_DOCUMENTS, stored))
+            bulk = bool(head) and (self.bulk or (self.bulk is None and len(head) >= needed))
             if bulk:
                 conn.execute("select sag.drop_vector_indexes()")  # searches meanwhile scan exactly
                 conn.commit()
