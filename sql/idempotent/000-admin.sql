@@ -13,6 +13,8 @@ begin
     if dim is null then
         return 0;  -- no embedder bound yet: the columns are untyped and cannot be indexed
     end if;
+    -- Two bulk loads may finish together: one builds, the other then finds the indexes there.
+    perform pg_advisory_xact_lock(hashtext('sag.vector_indexes'));
     -- pgvector's HNSW indexes plain vectors of up to 2,000 dimensions.
     if dim > 2000 then
         raise notice 'dimension % is above pgvector''s HNSW limit of 2000: vector search will scan', dim;
@@ -37,6 +39,7 @@ returns void
 language sql
 set search_path = sag, public, pg_catalog
 as $$
+    select pg_advisory_xact_lock(hashtext('sag.vector_indexes'));
     drop index if exists sag.chunks_embedding_hnsw, sag.events_embedding_hnsw, sag.keys_embedding_hnsw;
 $$;
 comment on function sag.drop_vector_indexes() is
