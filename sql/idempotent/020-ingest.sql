@@ -162,6 +162,19 @@ begin
 end;
 $$;
 
+-- How many events of a document link to each key: what its deletion takes off, or its insertion adds to,
+-- sag.keys.event_count.
+create or replace function sag._document_key_events(p_document_id bigint)
+returns table (key_id bigint, n integer)
+language sql stable
+set search_path = sag, public, pg_catalog
+as $$
+    select ek.key_id, count(*)::int from sag.event_keys ek
+      join sag.events e on e.id = ek.event_id
+     where e.document_id = p_document_id
+     group by ek.key_id
+$$;
+
 create or replace function sag.delete_document(p_document_id bigint)
 returns boolean
 language plpgsql
@@ -172,9 +185,7 @@ declare
     deltas integer[];
 begin
     select array_agg(x.key_id order by x.key_id), array_agg(-x.n order by x.key_id) into ids, deltas
-      from (select ek.key_id, count(*)::int as n from sag.event_keys ek
-              join sag.events e on e.id = ek.event_id
-             where e.document_id = p_document_id group by ek.key_id) x;
+      from sag._document_key_events(p_document_id) x;
     delete from sag.documents where id = p_document_id;
     if not found then
         return false;
@@ -215,9 +226,7 @@ begin
     select id into old_id from sag.documents where source_id = p_source_id and uri = p_uri for update;
     if old_id is not null then
         select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(-x.n), '{}') into old_ids, old_deltas
-          from (select ek.key_id, count(*)::int as n from sag.event_keys ek
-                  join sag.events e on e.id = ek.event_id
-                 where e.document_id = old_id group by ek.key_id) x;
+          from sag._document_key_events(old_id) x;
         delete from sag.documents where id = old_id;
     end if;
 
@@ -253,9 +262,7 @@ begin
      group by ev.chunk_id, ek.key_id;
 
     select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.n), '{}') into ids, deltas
-      from (select ek.key_id, count(*)::int as n from sag.event_keys ek
-              join sag.events ev on ev.id = ek.event_id
-             where ev.document_id = doc_id group by ek.key_id) x;
+      from sag._document_key_events(doc_id) x;
     ids := ids || old_ids;
     deltas := deltas || old_deltas;
     if cardinality(ids) > 0 then
