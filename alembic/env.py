@@ -1,5 +1,9 @@
 """Alembic environment for sag-pg.
 
+Revisions apply their ``sql/incremental`` file; the functions (``sql/idempotent``) are applied after the
+last revision, when the database is at head and their fingerprint differs: they are written against the
+newest schema and would not compile against an older one.
+
 The DSN comes from ``config.attributes["dsn"]`` (set by ``sag_pg.db.migrate``) or, when alembic is run
 by hand from a checkout, from ``SAG_DATABASE_URL``.  One advisory lock serialises concurrent upgrades.
 """
@@ -13,6 +17,8 @@ from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
 from alembic import context
+from alembic.script import ScriptDirectory
+from sag_pg.db.sqlfiles import ensure_idempotent
 
 MIGRATION_LOCK = 7_265_371_001  # arbitrary, fixed: pg_advisory_xact_lock key for "sag-pg schema upgrade"
 
@@ -41,6 +47,9 @@ def run_migrations_online() -> None:
             context.execute(f"select pg_advisory_xact_lock({MIGRATION_LOCK})")
             context.execute("create schema if not exists sag")
             context.run_migrations()
+            head = ScriptDirectory.from_config(context.config).get_current_head()
+            if context.get_context().get_current_revision() == head:
+                ensure_idempotent(connection.connection.driver_connection)
 
 
 if context.is_offline_mode():

@@ -23,6 +23,33 @@ CHECKS = {
         where ck.count is distinct from expected.n""",
     "event linked to a key of another source": "select count(*) from sag.event_keys ek "
     "join sag.events e on e.id = ek.event_id join sag.keys k on k.id = ek.key_id where e.source_id <> k.source_id",
+    # BM25 statistics (sag.term_stats + sag.corpus_stats, plus the queue) against a recount of the chunks.
+    "BM25 term statistics out of step": """
+        select count(*) from (
+            select u.lexeme as term, c.source_id, count(*) as df from sag.chunks c, unnest(c.tsv) u group by 1, 2
+        ) expected
+        full join (
+            select s.term, s.source_id, sum(s.df) as df
+              from (select ts.term, ts.source_id, ts.df from sag.term_stats ts
+                    union all
+                    select u.lexeme, p.source_id, p.sign from sag.term_stats_pending p, unnest(p.tsv) u
+                     where exists (select 1 from sag.sources s where s.id = p.source_id)) s
+             group by 1, 2 having sum(s.df) <> 0
+        ) actual on actual.term = expected.term and actual.source_id = expected.source_id
+        where actual.df is distinct from expected.df""",
+    "BM25 corpus statistics out of step": """
+        select count(*) from (
+            select c.source_id, count(*) as n, sum(c.token_count) as tokens from sag.chunks c group by 1
+        ) expected
+        full join (
+            select s.source_id, sum(s.n) as n, sum(s.tokens) as tokens
+              from (select cs.source_id, cs.chunk_count as n, cs.token_total as tokens from sag.corpus_stats cs
+                    union all
+                    select p.source_id, p.sign, p.sign * p.token_count from sag.term_stats_pending p
+                     where exists (select 1 from sag.sources s where s.id = p.source_id)) s
+             group by 1 having sum(s.n) <> 0 or sum(s.tokens) <> 0
+        ) actual on actual.source_id = expected.source_id
+        where (actual.n, actual.tokens) is distinct from (expected.n, expected.tokens)""",
 }
 
 

@@ -8,7 +8,7 @@ Create Date: 2026-11-23
 from __future__ import annotations
 
 from alembic import op
-from sag_pg.db.sqlfiles import apply_idempotent, apply_incremental
+from sag_pg.db.sqlfiles import apply_incremental
 
 revision = "0002"
 down_revision = "0001"
@@ -19,7 +19,6 @@ depends_on = None
 def upgrade() -> None:
     conn = op.get_bind().connection.driver_connection
     apply_incremental(conn, "002-clusters.sql")
-    apply_idempotent(conn)
 
 
 def downgrade() -> None:

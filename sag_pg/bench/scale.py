@@ -283,6 +283,8 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2)
         for schema, table, name, _, _ in constraints:
             conn.execute(sql.SQL("alter table {} drop constraint {}").format(
                 sql.Identifier(schema, table), sql.Identifier(name)))
+        # As pg_restore --disable-triggers: the BM25 statistics are counted once after the load instead.
+        conn.execute("alter table sag.chunks disable trigger chunks_queue_term_stats_insert")
         conn.execute("insert into sag.sources (id, name) overriding system value values (%s, 'default')",
                      [SOURCE_ID])
         conn.commit()
@@ -313,6 +315,8 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2)
                 sql.Identifier(schema, table), sql.Identifier(name), sql.SQL(definition)))
         for _, index in secondary:
             conn.execute(index)
+        conn.execute("alter table sag.chunks enable trigger chunks_queue_term_stats_insert")
+        conn.execute("select sag.rebuild_term_stats()")
         conn.commit()
         result.index_seconds = time.perf_counter() - started
         progress("index", 1, 2)

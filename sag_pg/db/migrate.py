@@ -13,9 +13,8 @@ from alembic.script import ScriptDirectory
 
 from .._resources import alembic_dir
 from ..errors import SchemaVersionError
-from .sqlfiles import apply_idempotent, idempotent_hash
+from .sqlfiles import idempotent_hash
 
-UPGRADE_LOCK = 7_265_371_001  # the same key alembic/env.py takes
 # alembic's `context` is a module-level proxy: two upgrades in threads of one process would share it.
 _ALEMBIC_IN_PROCESS = threading.Lock()
 
@@ -75,14 +74,10 @@ def schema_status(conn: psycopg.Connection) -> SchemaStatus:
 
 def upgrade(dsn: str) -> str:
     """Bring the database at ``dsn`` to the code's schema; safe to run concurrently and repeatedly."""
+    # Function-only changes ship without a new revision: alembic/env.py re-applies them at head when their
+    # fingerprint changed, under the upgrade lock.
     with _ALEMBIC_IN_PROCESS:
         command.upgrade(alembic_config(dsn), "head")
-    # Function-only changes ship without a new revision: re-apply them when their hash changed.
-    with psycopg.connect(dsn) as conn:
-        conn.execute("select pg_advisory_xact_lock(%s)", [UPGRADE_LOCK])
-        row = conn.execute("select value->>'hash' from sag.settings where name = 'functions'").fetchone()
-        if not row or row[0] != idempotent_hash():
-            apply_idempotent(conn)
     return head_revision()
 
 

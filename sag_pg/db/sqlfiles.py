@@ -33,3 +33,12 @@ def apply_idempotent(conn: psycopg.Connection) -> str:
         [Jsonb({"hash": fingerprint})],
     )
     return fingerprint
+
+
+def ensure_idempotent(conn: psycopg.Connection) -> bool:
+    """Apply the idempotent files unless the database already has these very files; True if applied."""
+    row = conn.execute("select value->>'hash' from sag.settings where name = 'functions'").fetchone()
+    if row and row[0] == idempotent_hash():
+        return False
+    apply_idempotent(conn)
+    return True

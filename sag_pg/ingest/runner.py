@@ -31,6 +31,7 @@ BULK_DOCUMENTS = 1000  # changed documents that always make a load "bulk"
 BULK_MIN_DOCUMENTS = 200  # below this, row-by-row index updates are cheaper than a rebuild
 _BULK = 16  # from this many changed documents on, prepare in a worker process
 _WINDOW = 32  # documents in flight to the worker
+_FLUSH_EVERY = 2000  # stored documents between two folds of the BM25 statistics queue
 
 # Errors after which the same document transaction is simply tried again.
 _RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure,
@@ -110,6 +111,7 @@ class Ingestor:
                         report.timings[name] = report.timings.get(name, 0.0) + seconds
                     self._store(conn, source_id, outcome, report, notify)
             finally:
+                store.flush_term_stats(conn)
                 if bulk:
                     built = time.perf_counter()
                     conn.execute("set maintenance_work_mem = '512MB'")
@@ -216,6 +218,8 @@ class Ingestor:
                 return
         report.documents += 1
         self._maybe_analyze(conn, report.documents)
+        if report.documents % _FLUSH_EVERY == 0:
+            store.flush_term_stats(conn)  # searches meanwhile add up the queue: keep it short
         report.chunks += len(prepared.chunks)
         report.events += len(prepared.events)
         report.keys += len(prepared.links)

@@ -47,7 +47,16 @@ def delete_document(conn: psycopg.Connection, source_id: int, uri: str) -> bool:
     row = conn.execute(
         "select sag.delete_document(id) from sag.documents where source_id = %s and uri = %s", [source_id, uri]
     ).fetchone()
-    return bool(row and row[0])
+    deleted = bool(row and row[0])
+    if deleted:
+        flush_term_stats(conn)
+    return deleted
+
+
+def flush_term_stats(conn: psycopg.Connection) -> int:
+    """Fold the queued chunk changes into the BM25 statistics (exact either way; this keeps the queue short)."""
+    row = conn.execute("select sag.flush_term_stats()").fetchone()
+    return int(row[0]) if row else 0
 
 
 def pre_retrieve(conn: psycopg.Connection, source_id: int, event_embedding: object, *, direct_k: int = 10,

@@ -34,7 +34,8 @@ class RetrievalParams:
     """Every knob of the retrieval, with the SQL functions' defaults (docs/retrieval.md gives the reasons).
 
     ``match_*``: sag.match_keys (seed keys, when none are given); ``vector_limit``, ``text_limit``,
-    ``text_weight``: sag.query_chunks (the query's own chunks and s); ``event_limit``, ``threshold``,
+    ``text_weight``, ``text_max_postings``: sag.query_chunks (the query's own chunks and s; the BM25 posting
+    budget, None = exact); ``event_limit``, ``threshold``,
     ``key_top_n``, ``max_key_events``, ``feedback_chunks``: sag.activate_keys and sag.expand_keys
     (``key_top_n`` is their ``top_n``); ``max_step``, ``min_new_keys``: sag.expand_keys;
     ``key_chunk_limit``: sag.rank_chunks; ``pagerank_alpha``: the PageRank damping (the share of a score that
@@ -51,6 +52,7 @@ class RetrievalParams:
     min_new_keys: int = 1
     vector_limit: int = 50
     text_limit: int = 50
+    text_max_postings: int | None = 5000
     key_chunk_limit: int = 100
     text_weight: float = 0.85
     pagerank_alpha: float = 0.3
@@ -63,7 +65,7 @@ _MATCH = "select key_id, similarity from sag.match_keys(%b, %s, top_k => %s, min
 _QUERY_CHUNKS = """
 select chunk_id, similarity, text_score, s, via_vector, via_text
   from sag.query_chunks(%b, %s::text[], %s, vector_limit => %s, text_limit => %s, text_weight => %s,
-                        chunk_filter => %s::bigint[])"""
+                        chunk_filter => %s::bigint[], text_max_postings => %s)"""
 _ACTIVATE = """
 select key_id, weight, step
   from sag.activate_keys(%b, %s::bigint[], %s::float8[], %s, event_limit => %s, threshold => %s, top_n => %s,
@@ -185,7 +187,7 @@ def retrieve(
                 seed_ids = [int(k) for k, _ in seed_keys]
                 seed_w = [float(w) for _, w in seed_keys]
             qc = timed("query_chunks", _QUERY_CHUNKS, [vec, tokens, source_ids, p.vector_limit, p.text_limit,
-                                                        p.text_weight, chunk_filter])
+                                                        p.text_weight, chunk_filter, p.text_max_postings])
             qc_ids, qc_sim, qc_ts, _, qc_vv, _ = _columns(qc, 6)
             act = timed("activate_keys", _ACTIVATE, [vec, seed_ids, seed_w, source_ids, p.event_limit, p.threshold,
                                                       p.key_top_n, p.max_key_events, qc_ids, qc_sim, qc_ts,

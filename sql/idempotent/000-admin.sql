@@ -74,6 +74,10 @@ begin
         execute format('alter table sag.chunks alter column embedding type vector(%s)', dimension);
         execute format('alter table sag.events alter column embedding type vector(%s)', dimension);
         execute format('alter table sag.keys alter column embedding type vector(%s)', dimension);
+        -- ALTER TYPE resets the storage to the type's EXTENDED: keep vectors inline (see 003-bm25-stats.sql).
+        alter table sag.chunks alter column embedding set storage main;
+        alter table sag.events alter column embedding set storage main;
+        alter table sag.keys alter column embedding set storage main;
         perform sag.create_vector_indexes(dimension);
         bound := jsonb_build_object('name', embedder, 'dimension', dimension, 'bound_at', now());
         insert into sag.settings (name, value) values ('embedder', bound);

@@ -5,17 +5,12 @@
 -- Signatures that gained parameters: drop the old ones, or calls would be ambiguous between two overloads.
 drop function if exists sag._bm25_score(text[], integer[], float8[], tsquery, bigint[], float8, float8, float8);
 drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8);
+drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[]);
+drop function if exists sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[]);
 drop function if exists sag.dense_chunks(vector, bigint[], integer);
 drop function if exists sag.hybrid_chunks(vector, text[], bigint[], integer, integer);
 drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
                                         integer, float8);
-
--- A tsquery matching exactly one lexeme, whatever characters it holds (quotes and backslashes escaped).
-create or replace function sag._lexeme_query(lexeme text)
-returns tsquery
-language sql immutable strict parallel safe
-set search_path = sag, public, pg_catalog
-as $$ select ('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''')::tsquery $$;
 
 -- The query's lexemes as sag.chunks.tsv stores them (same 'simple' configuration over space-joined tokens),
 -- each with its count in the query: a repeated query token counts repeatedly, as in bm25s and Lucene.
@@ -56,7 +51,8 @@ create or replace function sag.bm25_chunks(
     top_k integer default 50,
     k1 float8 default 1.2,
     b float8 default 0.75,
-    chunk_filter bigint[] default null)
+    chunk_filter bigint[] default null,
+    max_postings integer default null)
 returns table (chunk_id bigint, score float8)
 language plpgsql stable parallel safe
 set search_path = sag, public, pg_catalog
@@ -76,35 +72,35 @@ declare
     batch tsquery;     -- terms i..j
     seen tsquery;      -- terms 1..i-1, whose chunks have been scored already
     kth float8;
+    scanned float8 := 0;  -- postings (chunks) of the terms whose chunks were scored
     best bigint[] := '{}';
     best_scores float8[] := '{}';
 begin
     perform sag._require(top_k >= 1, format('sag.bm25_chunks: top_k must be >= 1, got %s', top_k));
     perform sag._require(k1 >= 0, format('sag.bm25_chunks: k1 must be >= 0, got %s', k1));
     perform sag._require(b >= 0 and b <= 1, format('sag.bm25_chunks: b must be in [0, 1], got %s', b));
+    perform sag._require(max_postings is null or max_postings >= 1,
+                         format('sag.bm25_chunks: max_postings must be >= 1, got %s', max_postings));
 
     -- N, avgdl and df over the searched sources, whatever chunk_filter says: a restriction narrows what is
-    -- returned, not the corpus statistics.
-    select count(*), avg(c.token_count::float8) into n, avgdl
-      from sag.chunks c where source_ids is null or c.source_id = any (source_ids);
+    -- returned, not the corpus statistics.  Kept by ingestion (sql/idempotent/021-term-stats.sql): counting
+    -- them here would read every chunk and every posting of a common term.
+    select c.n, c.avgdl into n, avgdl from sag.bm25_corpus(source_ids) c;
     if n = 0 then
         return;
     end if;
     avgdl := greatest(avgdl, 1e-9);  -- every chunk empty: lengths do not matter
 
-    -- Document frequency of each query term, counted with the GIN index; Lucene idf.  Terms are ordered by
-    -- the most they can add to a score, qtf * idf (since tf / (tf + K) < 1), biggest first.
+    -- Lucene idf of each query term.  Terms are ordered by the most they can add to a score, qtf * idf
+    -- (since tf / (tf + K) < 1), biggest first: the rarest first.
     select array_agg(x.term order by x.ub desc, x.term), array_agg(x.qtf order by x.ub desc, x.term),
            array_agg(x.idf order by x.ub desc, x.term), array_agg(x.df order by x.ub desc, x.term)
       into terms, qtfs, idfs, dfs
       from (select y.term, y.qtf, y.df, y.idf, y.qtf * y.idf as ub
               from (select t.term, t.qtf, d.df, ln(1 + (n - d.df + 0.5) / (d.df + 0.5)) as idf
                       from sag._bm25_query_terms(query_tokens) t
-                      cross join lateral (
-                          select count(*)::float8 as df
-                            from sag.chunks c where c.tsv @@ sag._lexeme_query(t.term)
-                                   and (source_ids is null or c.source_id = any (source_ids))
-                      ) d) y
+                      join sag.bm25_df(array(select q.term from sag._bm25_query_terms(query_tokens) q),
+                                       source_ids) d on d.term = t.term) y
              where y.df > 0) x;
     m := coalesce(cardinality(terms), 0);
     if m = 0 then
@@ -123,10 +119,14 @@ begin
     while i <= m loop
         j := i;
         batch_df := dfs[i];
-        while j < m and batch_df + dfs[j + 1] <= 64 loop
+        while j < m and batch_df + dfs[j + 1] <= 64
+                    and (max_postings is null or scanned + batch_df + dfs[j + 1] <= max_postings) loop
             j := j + 1;
             batch_df := batch_df + dfs[j];
         end loop;
+        -- The posting budget: common terms left once it is spent only score the chunks found so far.
+        exit when max_postings is not null and scanned > 0 and scanned + batch_df > max_postings;
+        scanned := scanned + batch_df;
         select string_agg(sag._lexeme_query(t)::text, ' | ')::tsquery into batch from unnest(terms[i:j]) t;
         select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
                array_agg(s.score order by s.score desc, s.chunk_id)
@@ -151,13 +151,16 @@ begin
     return query select u.c, u.s from unnest(best, best_scores) as u(c, s);
 end;
 $$;
-comment on function sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[]) is
+comment on function sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[], integer) is
     'BM25 (Lucene variant, as bm25s method="lucene") over sag.chunks.tsv: score(c) = sum over query terms t of '
     'qtf(t) * idf(t) * tf / (tf + k1 * (1 - b + b * token_count / avgdl)), idf(t) = ln(1 + (N - df + 0.5) / '
     '(df + 0.5)); N, df, avgdl over the searched sources (NULL = all); qtf = how often t is in the query.  '
     'query_tokens: pre-segmented, lower-cased tokens as in chunks.tokens.  Exact top_k, ties by chunk_id, found '
     'with the GIN index and MaxScore pruning.  tf is capped at 255 (to_tsvector keeps 255 positions per lexeme). '
-    'chunk_filter (NULL = none): only those chunks are returned; the statistics stay those of the sources.';
+    'chunk_filter (NULL = none): only those chunks are returned; the statistics stay those of the sources.  '
+    'max_postings (NULL = exact): stop taking in new chunks once the terms scanned hold that many (rarest '
+    'terms first, at least one term): the chunks found are scored exactly on every term, chunks holding only '
+    'the common terms left are missed, like Elasticsearch''s common-terms cutoff.';
 
 create or replace function sag.dense_chunks(
     query_embedding vector,
@@ -224,7 +227,8 @@ create or replace function sag.query_chunks(
     vector_limit integer default 50,
     text_limit integer default 50,
     text_weight float8 default 0.85,
-    chunk_filter bigint[] default null)
+    chunk_filter bigint[] default null,
+    text_max_postings integer default 5000)
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, via_vector boolean,
                via_text boolean)
 language plpgsql stable
@@ -244,7 +248,8 @@ begin
     ),
     by_text as (
         select t.chunk_id, t.score
-          from sag.bm25_chunks(query_tokens, source_ids, greatest(text_limit, 1), chunk_filter => chunk_filter) t
+          from sag.bm25_chunks(query_tokens, source_ids, greatest(text_limit, 1), chunk_filter => chunk_filter,
+                               max_postings => text_max_postings) t
          where text_limit > 0
     ),
     merged as (
@@ -272,12 +277,13 @@ begin
      order by 4 desc, 1;
 end;
 $$;
-comment on function sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[]) is
+comment on function sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[], integer) is
     'The query''s own chunks (sag-algorithm §2.4 step 2): sag.dense_chunks (vector_limit) + sag.bm25_chunks '
     '(text_limit), each with similarity = cosine with the query, text_score = bm25 / the largest bm25 of the list '
     '(0 outside it) and s(c, Q) = (1 - text_weight) * similarity + text_weight * text_score.  Ordered by s. '
     'They seed stage 1 (sag.activate_keys: pseudo-relevance feedback and BM25 events) and are candidates of '
-    'stage 3 (sag.rank_chunks).  chunk_filter (NULL = none): only those chunks.';
+    'stage 3 (sag.rank_chunks).  chunk_filter (NULL = none): only those chunks.  text_max_postings: the '
+    'posting budget of sag.bm25_chunks (NULL = exact BM25), which bounds the cost on big corpora.';
 
 create or replace function sag.rank_chunks(
     query_embedding vector,

@@ -9,6 +9,7 @@ import numpy as np
 import psycopg
 import pytest
 
+from tests.integrity import violations
 from tests.sql.graph_builder import GraphBuilder
 
 
@@ -177,6 +178,89 @@ def test_agrees_with_bm25s(db_conn: psycopg.Connection) -> None:
         order = sorted(range(len(ids)), key=lambda i: (-expected[i], i))[:10]
         assert [s for _, s in top10] == pytest.approx([expected[i] for i in order if expected[i] > 0], rel=1e-5)
         assert [c for c, _ in top10] == [ids[i] for i in order if expected[i] > 0]
+
+
+# ------------------------------------------------------------------- statistics kept by the triggers
+
+def _stats_violations(conn: psycopg.Connection) -> dict[str, int]:
+    return {k: v for k, v in violations(conn).items() if k.startswith("BM25")}
+
+
+def _queued(conn: psycopg.Connection) -> int:
+    return conn.execute("select count(*) from sag.term_stats_pending").fetchone()[0]  # type: ignore[index]
+
+
+def test_statistics_stay_exact_through_every_kind_of_write(db_conn: psycopg.Connection) -> None:
+    bm25s = pytest.importorskip("bm25s")
+    g = GraphBuilder(db_conn)
+    one, two = g.source("one"), g.source("two")
+    doc = g.document(one, "corpus")
+    ids = [g.chunk(doc, text, None) for text in CORPUS]
+    other = g.chunk(g.document(two, "other"), "the sea the sea rain", None)
+    assert _queued(db_conn) == len(CORPUS) + 1 and _stats_violations(db_conn) == {}
+
+    def check(texts: dict[int, str]) -> None:
+        """BM25 over source one equals bm25s over `texts`, flushed or not, and the statistics are exact."""
+        retriever = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+        order = sorted(texts)
+        retriever.index([texts[i].split() for i in order], show_progress=False)
+        for query in QUERIES:
+            expected = np.asarray(retriever.get_scores(query), dtype=np.float64)
+            got = dict(bm25(db_conn, query, top_k=50, source_ids=[one]))
+            for i, chunk_id in enumerate(order):
+                assert got.get(chunk_id, 0.0) == pytest.approx(expected[i], rel=1e-5, abs=1e-6), query
+        assert _stats_violations(db_conn) == {}
+
+    texts = dict(zip(ids, CORPUS))
+    check(texts)
+    assert db_conn.execute("select sag.flush_term_stats()").fetchone() == (len(CORPUS) + 1,)
+    assert _queued(db_conn) == 0
+    check(texts)
+    # Deleted by hand, through the document cascade, and rewritten by an UPDATE: still exact, before and
+    # after the next flush.
+    db_conn.execute("delete from sag.chunks where id = %s", [ids[0]])
+    del texts[ids[0]]
+    db_conn.execute("update sag.chunks set tokens = 'rain rain sea', token_count = 3 where id = %s", [ids[1]])
+    texts[ids[1]] = "rain rain sea"
+    db_conn.execute("update sag.chunks set title = 'not counted' where id = %s", [ids[2]])  # queues nothing
+    check(texts)
+    db_conn.execute("select sag.flush_term_stats()")
+    check(texts)
+    assert db_conn.execute("select count(*) from sag.term_stats where df <= 0").fetchone() == (0,)
+    # A deleted source takes its statistics along; what it queued is dropped at the flush.
+    db_conn.execute("delete from sag.sources where id = %s", [two])
+    assert _stats_violations(db_conn) == {}
+    db_conn.execute("select sag.flush_term_stats()")
+    assert db_conn.execute("select count(*) from sag.term_stats where source_id = %s", [two]).fetchone() == (0,)
+    check(texts)
+    assert other not in dict(bm25(db_conn, ["sea"]))
+    # TRUNCATE fires no delete trigger: rebuild_term_stats recounts.
+    db_conn.execute("truncate sag.chunks cascade")
+    assert _stats_violations(db_conn) != {}
+    db_conn.execute("select sag.rebuild_term_stats()")
+    assert _stats_violations(db_conn) == {} and bm25(db_conn, ["sea"]) == []
+
+
+def test_posting_budget_takes_candidates_from_the_rarest_terms(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    doc = g.document(g.source("one"), "doc")
+    rare = [g.chunk(doc, f"zeta the filler{i}", None) for i in range(2)]
+    middle = [g.chunk(doc, f"omega the filler{i}", None) for i in range(3)]
+    common = [g.chunk(doc, f"the the word{i}", None) for i in range(40)]
+    query = ["zeta", "omega", "the"]
+    exact = dict(bm25(db_conn, query, top_k=50))
+    assert set(exact) == set(rare + middle + common)
+    # 2 postings: only zeta's chunks come in, scored on every term exactly as without a budget.
+    assert bm25(db_conn, query, top_k=50, max_postings=2) == sorted(
+        [(c, pytest.approx(exact[c], rel=1e-9)) for c in rare], key=lambda x: -x[1].expected)
+    # 5: zeta and omega (2 + 3), not the 45 chunks of "the".
+    assert {c for c, _ in bm25(db_conn, query, top_k=50, max_postings=5)} == set(rare + middle)
+    # The first term is always taken, even over the budget.
+    assert {c for c, _ in bm25(db_conn, ["the"], top_k=50, max_postings=1)} == set(rare + middle + common)
+    # A budget covering everything is exact.
+    assert dict(bm25(db_conn, query, top_k=50, max_postings=1000)) == pytest.approx(exact)
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        bm25(db_conn, query, max_postings=0)
 
 
 @pytest.mark.parametrize("kw", [{"top_k": 0}, {"k1": -1.0}, {"b": 1.5}, {"b": -0.1}])

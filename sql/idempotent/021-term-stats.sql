@@ -1,0 +1,113 @@
+-- BM25 corpus statistics (tables of sql/incremental/003-bm25-stats.sql): folding the queue of chunk changes
+-- in, rebuilding from scratch, and reading N, avgdl and df exactly.  Re-applied on every upgrade.
+
+-- A tsquery matching exactly one lexeme, whatever characters it holds (quotes and backslashes escaped).
+create or replace function sag._lexeme_query(lexeme text)
+returns tsquery
+language sql immutable strict parallel safe
+set search_path = sag, public, pg_catalog
+as $$ select ('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''')::tsquery $$;
+
+create or replace function sag.flush_term_stats()
+returns bigint
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    folded bigint;
+begin
+    -- One flush at a time: the queue rows and the statistics rows are then always taken in one order.
+    perform pg_advisory_xact_lock(hashtext('sag.term_stats'));
+    with moved as (
+        delete from sag.term_stats_pending p returning p.source_id, p.sign, p.token_count, p.tsv
+    ),
+    live as (
+        -- Changes of sources deleted since are dropped (their statistics went with them).
+        select m.* from moved m where exists (select 1 from sag.sources s where s.id = m.source_id)
+    ),
+    terms as (
+        insert into sag.term_stats as ts (term, source_id, df)
+        select d.term, d.source_id, d.delta
+          from (select u.lexeme as term, l.source_id, sum(l.sign)::bigint as delta
+                  from live l, unnest(l.tsv) u group by 1, 2) d
+         where d.delta <> 0
+         order by 1, 2
+        on conflict (term, source_id) do update set df = ts.df + excluded.df
+        returning 1
+    ),
+    totals as (
+        insert into sag.corpus_stats as cs (source_id, chunk_count, token_total)
+        select l.source_id, sum(l.sign), sum(l.sign * l.token_count) from live l group by 1 order by 1
+        on conflict (source_id) do update set chunk_count = cs.chunk_count + excluded.chunk_count,
+                                              token_total = cs.token_total + excluded.token_total
+        returning 1
+    )
+    -- (Data-modifying WITH queries run to completion whether or not they are read.)
+    select count(*) into folded from moved;
+    delete from sag.term_stats where df = 0;
+    return folded;
+end;
+$$;
+comment on function sag.flush_term_stats() is
+    'Folds the queued chunk insertions and deletions (sag.term_stats_pending) into sag.term_stats and '
+    'sag.corpus_stats; returns how many queued chunks it folded.  Ingestion calls it at the end of every run; '
+    'the statistics read by BM25 are exact whether or not it has run.';
+
+create or replace function sag.rebuild_term_stats()
+returns void
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+begin
+    perform pg_advisory_xact_lock(hashtext('sag.term_stats'));
+    -- A chunk written after this snapshot is queued again by its trigger: empty the queue first, under the
+    -- same snapshot that the recount reads.
+    delete from sag.term_stats_pending;
+    delete from sag.term_stats;
+    delete from sag.corpus_stats;
+    insert into sag.term_stats (term, source_id, df)
+    select u.lexeme, c.source_id, count(*) from sag.chunks c, unnest(c.tsv) u group by 1, 2;
+    insert into sag.corpus_stats (source_id, chunk_count, token_total)
+    select c.source_id, count(*), sum(c.token_count) from sag.chunks c group by 1;
+end;
+$$;
+comment on function sag.rebuild_term_stats() is
+    'Recounts sag.term_stats and sag.corpus_stats from sag.chunks (after a TRUNCATE, or a load with the '
+    'triggers disabled).';
+
+-- N (chunks) and the average chunk length (tokens) of the given sources, NULL = all.
+create or replace function sag.bm25_corpus(source_ids bigint[] default null)
+returns table (n float8, avgdl float8)
+language sql stable parallel safe
+set search_path = sag, public, pg_catalog
+as $$
+    select coalesce(sum(x.chunks), 0)::float8, (sum(x.tokens) / nullif(sum(x.chunks), 0))::float8
+      from (select cs.chunk_count as chunks, cs.token_total as tokens from sag.corpus_stats cs
+             where source_ids is null or cs.source_id = any (source_ids)
+            union all
+            select p.sign, p.sign * p.token_count from sag.term_stats_pending p
+             where (source_ids is null or p.source_id = any (source_ids))
+               and exists (select 1 from sag.sources s where s.id = p.source_id)) x
+$$;
+comment on function sag.bm25_corpus(bigint[]) is
+    'BM25 corpus statistics of the given sources (NULL = all): n = number of chunks, avgdl = average '
+    'token_count (NULL without chunks).  Exact: sag.corpus_stats plus what is still queued.';
+
+-- Document frequency of each term over the given sources, NULL = all.
+create or replace function sag.bm25_df(terms text[], source_ids bigint[] default null)
+returns table (term text, df float8)
+language sql stable parallel safe
+set search_path = sag, public, pg_catalog
+as $$
+    select t.term,
+           coalesce((select sum(ts.df) from sag.term_stats ts
+                      where ts.term = t.term and (source_ids is null or ts.source_id = any (source_ids))), 0)::float8
+         + coalesce((select sum(p.sign) from sag.term_stats_pending p
+                      where p.tsv @@ sag._lexeme_query(t.term)
+                        and (source_ids is null or p.source_id = any (source_ids))
+                        and exists (select 1 from sag.sources s where s.id = p.source_id)), 0)::float8
+      from unnest(terms) as t(term)
+$$;
+comment on function sag.bm25_df(text[], bigint[]) is
+    'Document frequency (chunks holding the lexeme) of each term over the given sources (NULL = all), exact: '
+    'sag.term_stats plus what is still queued.';
