@@ -228,7 +228,7 @@ create or replace function sag.query_chunks(
     text_limit integer default 50,
     text_weight float8 default 0.85,
     chunk_filter bigint[] default null,
-    text_max_postings integer default 5000)
+    text_max_postings integer default 2000)
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, via_vector boolean,
                via_text boolean)
 language plpgsql stable
