@@ -7,8 +7,10 @@
 
 Each set of ``/work/shared/bench/<set>`` (``corpus.jsonl``, ``queries.jsonl``) is ingested once, with the
 offline defaults (hash embedder, rule extractor), into its own database ``sag_bench_<set>`` on the test
-server (``tests/pg.py``: ``SAG_TEST_DATABASE_URL`` or the embedded one); a database holding every passage
-is reused.  Recall@k follows the bench README: per question, the share of its gold groups with a passage in
+server (``tests/pg.py``: ``SAG_TEST_DATABASE_URL`` or the embedded one); a database holding every passage,
+ingested by the same ingestion code (a fingerprint of the extraction, text, ingest and embedder modules and the
+ingest SQL, kept as the database's comment), is reused; otherwise it is re-created (``--reingest`` forces
+that; ``--db-tag`` keeps variants side by side in ``sag_bench_<set>_<tag>``).  Recall@k follows the bench README: per question, the share of its gold groups with a passage in
 the top k (passage id = document uri; a document's second chunk does not take a second place), averaged
 over the questions.  The questions are split in two halves: ``tune`` (the first ``--split``, used to choose
 the design) and ``held-out`` (the rest, reported separately; never used for tuning).
@@ -20,6 +22,7 @@ details), after one warm-up pass over the questions; p50 / p95 over the question
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -77,20 +80,46 @@ def _admin() -> psycopg.Connection:
     return psycopg.connect(server.dsn(server.maintenance_db), autocommit=True)
 
 
-def db_name(set_name: str) -> str:
-    return "sag_bench_" + set_name.replace("-", "_")
+def db_name(set_name: str, tag: str = "") -> str:
+    return "sag_bench_" + set_name.replace("-", "_") + (f"_{tag}" if tag else "")
 
 
-def open_bench(set_name: str, *, home: Path) -> Bench:
-    """Connect to the set's database, ingesting the corpus first if it is not all there."""
+# What decides the stored keys, events, chunks and embeddings: a change in any of these re-ingests.
+INGEST_CODE = ("sag_pg/extract", "sag_pg/text", "sag_pg/ingest", "sag_pg/embedders", "sql/incremental",
+               "sql/idempotent/020-ingest.sql", "sql/idempotent/021-term-stats.sql")
+
+
+def ingest_fingerprint() -> str:
+    digest = hashlib.sha256()
+    for entry in INGEST_CODE:
+        path = ROOT / entry
+        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if file.is_file() and file.suffix in (".py", ".sql"):
+                digest.update(str(file.relative_to(ROOT)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return "ingest " + digest.hexdigest()[:16]
+
+
+def open_bench(set_name: str, *, home: Path, reingest: bool = False, tag: str = "") -> Bench:
+    """Connect to the set's database, ingesting the corpus first if it is not all there or was ingested by
+    other ingestion code (or ``reingest``)."""
     corpus = BENCH / set_name / "corpus.jsonl"
     n_passages = sum(1 for line in corpus.open(encoding="utf-8") if line.strip())
     server = server_params()
-    name = db_name(set_name)
+    name = db_name(set_name, tag)
     dsn = server.dsn(name)
+    fingerprint = ingest_fingerprint()
+    ident = psycopg.sql.Identifier(name)
     with _admin() as admin:
-        if not admin.execute("select 1 from pg_database where datname = %s", [name]).fetchone():
-            admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
+        row = admin.execute("select shobj_description(oid, 'pg_database') from pg_database where datname = %s",
+                            [name]).fetchone()
+        if row is not None and (reingest or row[0] != fingerprint):
+            print(f"{set_name}: {name} was ingested by {'other code' if not reingest else 'request'} "
+                  f"({row[0]} vs {fingerprint}); re-creating it", file=sys.stderr)
+            admin.execute(psycopg.sql.SQL("drop database {} with (force)").format(ident))
+            row = None
+        if row is None:
+            admin.execute(psycopg.sql.SQL("create database {}").format(ident))
+            admin.execute(psycopg.sql.SQL("comment on database {} is {}").format(ident, psycopg.sql.Literal(fingerprint)))
     try:
         migrate.upgrade(dsn)   # schema, and the SQL functions of this checkout
     except psycopg.Error as exc:
@@ -98,8 +127,9 @@ def open_bench(set_name: str, *, home: Path) -> Bench:
         print(f"{set_name}: cannot upgrade {name} ({str(exc).strip().splitlines()[0]}); re-creating it",
               file=sys.stderr)
         with _admin() as admin:
-            admin.execute(psycopg.sql.SQL("drop database {} with (force)").format(psycopg.sql.Identifier(name)))
-            admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
+            admin.execute(psycopg.sql.SQL("drop database {} with (force)").format(ident))
+            admin.execute(psycopg.sql.SQL("create database {}").format(ident))
+            admin.execute(psycopg.sql.SQL("comment on database {} is {}").format(ident, psycopg.sql.Literal(fingerprint)))
         migrate.upgrade(dsn)
     sag = SAG(settings=Settings(database_url=dsn, home=home))
     with sag.db.connect(autocommit=True) as conn:
@@ -267,6 +297,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="evaluate the tuning half only (no warm-up, no held-out figures): for design iterations")
     ap.add_argument("--bm25-synthetic", action="store_true", help="only the synthetic BM25 speed measurement")
     ap.add_argument("--no-synthetic", action="store_true", help="skip the synthetic BM25 speed measurement")
+    ap.add_argument("--reingest", action="store_true", help="drop and re-ingest the sets' databases")
+    ap.add_argument("--db-tag", default="", help="use databases sag_bench_<set>_<tag> (keep variants side by side)")
     ap.add_argument("--home", type=Path, default=ROOT / ".sag-bench", help="SAG home (unused with a DSN)")
     args = ap.parse_args(argv)
     if args.bm25_synthetic:
@@ -282,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     header = f"{'set':<18} {'method':<7} {'split':<9} {'R@2':>6} {'R@5':>6} {'R@10':>6}   {'p50 ms':>7} {'p95 ms':>7}"
     lines = [header, "-" * len(header)]
     for set_name in [s for s in args.sets.split(",") if s]:
-        b = open_bench(set_name, home=args.home)
+        b = open_bench(set_name, home=args.home, reingest=args.reingest, tag=args.db_tag)
         if args.tune_only:
             b.queries = b.queries[:args.split]
         for m in methods:

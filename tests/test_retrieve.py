@@ -9,6 +9,8 @@ from psycopg.adapt import PyFormat
 
 from sag_pg.errors import QueryError
 from sag_pg.search import RetrievalParams, SearchResult, retrieve
+from sag_pg.search.retrieve import _named_seeds
+from sag_pg.text.normalize import normalize_key
 from tests.sql.graph_builder import GraphBuilder
 
 Q = np.array([1.0, 0.0, 0.0], dtype=np.float32)
@@ -131,8 +133,8 @@ def test_result_shape(db_conn: psycopg.Connection, two_sources: tuple[dict[str, 
     assert all(0 < k["weight"] <= 1 for k in d["keys"])
     assert set(first["explain"]) == {"document_title", "similarity", "text_score", "key_score", "weight_init",
                                       "via_keys", "via_vector", "via_text"}
-    assert set(d["timings_ms"]) == {"match_keys", "query_chunks", "activate_keys", "expand_keys", "rank_chunks",
-                                    "edges", "pagerank", "fetch", "total"}
+    assert set(d["timings_ms"]) == {"match_keys", "keys_named", "query_chunks", "activate_keys", "expand_keys",
+                                    "rank_chunks", "edges", "pagerank", "fetch", "total"}
     assert result.query == "Who directed Zorblax?"
 
 
@@ -141,6 +143,8 @@ def test_bad_parameters(db_conn: psycopg.Connection, two_sources: tuple[dict[str
         retrieve(db_conn, Q, TOKENS, source_ids=None, params=RetrievalParams(threshold=2.0))
     with pytest.raises(QueryError, match="top_n"):
         retrieve(db_conn, Q, TOKENS, source_ids=None, top_n=0)
+    with pytest.raises(QueryError, match="named_key_floor"):
+        retrieve(db_conn, Q, TOKENS, source_ids=None, params=RetrievalParams(named_key_floor=1.5))
     with pytest.raises(QueryError, match="1-D"):
         retrieve(db_conn, np.zeros((2, 3)), TOKENS, source_ids=None)
     # The connection is still usable: the failed statement was rolled back to a savepoint.
@@ -195,3 +199,48 @@ def test_empty_database(db_conn: psycopg.Connection) -> None:
     GraphBuilder(db_conn)
     result = retrieve(db_conn, Q, TOKENS, source_ids=None)
     assert result.chunks == [] and result.keys == []
+
+
+def _normalize_keys(conn: psycopg.Connection) -> None:
+    """GraphBuilder stores lower-cased names; ingestion stores normalize_key (no spaces)."""
+    for key_id, name in conn.execute("select id, name from sag.keys").fetchall():
+        conn.execute("update sag.keys set normalized = %s where id = %s", [normalize_key(name), key_id])
+
+
+def test_keys_named_in_the_question_seed_and_keep_a_floor(
+        db_conn: psycopg.Connection, two_sources: tuple[dict[str, int], dict[str, int]]) -> None:
+    """Quentin Vance is orthogonal to the query vector (no seed by similarity) and activated only through the
+    film's event; written in the question, it becomes a seed and weighs as much as the strongest key of
+    key-final."""
+    one, _ = two_sources
+    _normalize_keys(db_conn)
+    src = [one["source"]]
+    question = "Who was Quentin Vance?"
+
+    def vance_weight(params: RetrievalParams, query: str | None = question) -> tuple[float, float]:
+        result = retrieve(db_conn, Q, TOKENS, source_ids=src, top_n=5, params=params, query=query)
+        weights = {k.key_id: k.weight for k in result.keys}
+        return weights[one["vance"]], max(weights.values())
+
+    plain, plain_top = vance_weight(RetrievalParams(query_names=False))
+    assert plain < plain_top                      # without names: Zorblax leads
+    assert vance_weight(RetrievalParams(), query=None) == (plain, plain_top)   # no question text, no names
+    seeded, _ = vance_weight(RetrievalParams(named_key_floor=0))
+    # As a seed it adds weight to the film's event only (the answer's event is orthogonal to the query), and
+    # that event holds Zorblax too: the normalized activation does not change.
+    assert seeded == pytest.approx(plain)
+    floored, floored_top = vance_weight(RetrievalParams())
+    assert floored == pytest.approx(floored_top)  # named_key_floor 1: as heavy as the strongest key
+    half, half_top = vance_weight(RetrievalParams(named_key_floor=0.5))
+    assert half == pytest.approx(max(seeded, 0.5 * half_top))
+    # Explicit seed keys replace the query's own key matching, names included.
+    explicit = retrieve(db_conn, Q, TOKENS, source_ids=src, seed_keys=[(one["zorblax"], 1.0)], query=question)
+    assert "keys_named" not in explicit.timings_ms
+
+
+def test_longest_named_span_wins() -> None:
+    # spans: "Nick" (0), "Nick Hexum" (0-1), "Hexum" (1), "Mark King" (3-4); keys found for all but "Hexum".
+    spans = [("Nick", 0, 0), ("Nick Hexum", 0, 1), ("Hexum", 1, 1), ("Mark King", 3, 4)]
+    rows = [(1, 10), (2, 20), (2, 21), (4, 40)]   # (1-based span, key id): "Nick Hexum" names two keys
+    assert _named_seeds(rows, spans) == [20, 21, 40]
+    assert _named_seeds([], spans) == []

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sag_pg.extract.rules import RuleExtractor
+from sag_pg.extract.rules import RuleExtractor, query_names
+from sag_pg.text.normalize import normalize_key
 from sag_pg.types import Chunk, EventDraft, KeyDraft
 
 ROGERS = (
@@ -259,9 +260,39 @@ def test_subject_is_not_repeated_as_another_key() -> None:
         "The Prestige is a 2006 film directed by Christopher Nolan.", doc_title="The Prestige (film)"
     )
     assert [(k.type, k.name) for k in keys] == [
-        ("topic", "The Prestige (film)"),
+        ("topic", "Prestige"),
         ("person", "Christopher Nolan"),
         ("time", "2006"),
+    ]
+
+
+def test_subject_key_is_the_name_as_other_pages_write_it() -> None:
+    """A title's disambiguator and leading article go, so the page's subject and a mention of the same name
+    on another page are one key (one normalized name), the bridge of multi-hop retrieval."""
+    subject = keys_of("It was released in 1989.", doc_title="Adam Clayton Powell (film)")[0]
+    mention = keys_of("The film is about Adam Clayton Powell and his career.")[0]
+    assert (subject.type, subject.name) == ("topic", "Adam Clayton Powell")
+    assert (mention.type, mention.name) == ("person", "Adam Clayton Powell")
+    assert normalize_key(subject.name) == normalize_key(mention.name)
+    # The phrase rules strip a leading "The" from a mention; the subject is written the same way.
+    film = keys_of("Bale starred in The Prestige in 2006.")
+    assert ("topic", "Prestige") in [(k.type, k.name) for k in film]
+    assert keys_of("He sang.", doc_title="The Prestige (film)")[0].name == "Prestige"
+    # Nothing left but function words: the title stays as written.
+    assert keys_of("They played.", doc_title="The Who")[0].name == "The Who"
+    assert keys_of("Plain text here.", doc_title="Carl Rogers")[0].name == "Carl Rogers"
+
+
+def test_a_named_disambiguator_is_a_key_of_its_own() -> None:
+    keys = keys_of("It opened in 1959.", doc_title="Alexandria International Airport (Louisiana)")
+    assert [(k.type, k.name) for k in keys] == [
+        ("topic", "Alexandria International Airport"),
+        ("location", "Louisiana"),
+        ("time", "1959"),
+    ]
+    # A common noun ("film", "director") is not a key: lower-case words never are.
+    assert [k.name for k in keys_of("He directed 79 films.", doc_title="David Smith (director)")] == [
+        "David Smith"
     ]
 
 
@@ -326,3 +357,20 @@ def test_rules_speed_on_100_word_english_passages() -> None:
         extractor.extract(test_chunk, doc_title="Journal of Mathematical Physics")
     chunks_per_second = runs / (time.perf_counter() - start)
     assert chunks_per_second > 250  # measured ~2000/s on one core; the bound allows a loaded machine
+
+
+def test_query_names_are_capitalised_runs_and_chinese_proper_nouns() -> None:
+    spans = query_names("Which singer is American, Mark King or Nick Hexum?")
+    names = [name for name, _, _ in spans]
+    assert ("Mark King", 4, 5) in spans and ("Nick Hexum", 7, 8) in spans
+    assert "Mark King or Nick Hexum" in names  # a title may hold lower-case words ("or", "of", "in")
+    assert "Which" not in names  # a lone function word is no name
+    assert all(n.split()[-1][0].isupper() for n in names)  # runs end on a capitalised word
+    welcome = [n for n, _, _ in query_names("Who performed in both Welcome to the Show and f(x)?")]
+    assert "Welcome to the Show" in welcome and "Show and f" not in welcome
+    # A bare number is a value, not a name; inside a name it counts.
+    years = [n for n, _, _ in query_names("What won in 1999 at the 2007 FIFA U-20 World Cup?")]
+    assert "1999" not in years and "2007 FIFA U 20 World Cup" in years  # words joined by spaces
+    assert query_names("what is the capital of france?") == []
+    chinese = [n for n, _, _ in query_names("曹操在官渡之战中击败了谁？")]
+    assert "曹操" in chinese and "谁" not in chinese

@@ -32,7 +32,7 @@ from sag_pg.text.normalize import find_date, find_years, normalize_key, parse_ye
 from sag_pg.text.tokenize import contains_han, load_jieba_posseg, split_sentences
 from sag_pg.types import Chunk, EventDraft, KeyDraft
 
-__all__ = ["RuleExtractor"]
+__all__ = ["RuleExtractor", "query_names"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -393,6 +393,25 @@ def _evidence(text: str) -> tuple[frozenset[str], tuple[str, ...]]:
 
 
 @lru_cache(maxsize=256)
+def _subject(title: str) -> tuple[str, str]:
+    """The subject key of a title, and its disambiguator: "The Prestige (film)" -> ("Prestige", "film").
+
+    The name is written as running text would write it, so that a page's subject and the mentions of it on
+    other pages are one key: the parenthesised disambiguator of a Wikipedia-style title goes, and so do the
+    leading words that the phrase rules strip from a mention ("The", "A"; not when nothing else is left).
+    """
+    qualifier = ""
+    match = _PARENTHETICAL_RE.search(title)
+    name = title
+    if match is not None and match.start() > 0:
+        name, qualifier = title[: match.start()].strip(), match.group().strip()[1:-1].strip()
+    words = name.split()
+    while len(words) > 1 and words[0].lower() in _FUNCTION_WORDS and words[1].lower() not in _FUNCTION_WORDS:
+        words.pop(0)
+    return " ".join(words), qualifier
+
+
+@lru_cache(maxsize=256)
 def _subject_variants(title: str) -> frozenset[str]:
     bare = _PARENTHETICAL_RE.sub("", title).strip()
     variants = {title, bare}
@@ -512,6 +531,47 @@ def _join(left: str, right: str) -> str:
     return left + right if contains_han(left[-1:]) or contains_han(right[:1]) else f"{left} {right}"
 
 
+_NAME_WORD_RE = re.compile(r"[^\W_]+")
+_NAME_FLAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz", "j"})
+
+
+def query_names(text: str, *, max_words: int = 10) -> list[tuple[str, int, int]]:
+    """Spans of a question that may name a key: ``(text, first word, last word)``, word positions counted
+    over the question's letter/digit runs.
+
+    The keys an extractor makes are names as running text writes them, so a key named in a question is a
+    run of its words: every run of up to ``max_words`` words that starts and ends with a capitalised word
+    or a number ("Welcome to the Show", "Flute Sonata in C major, BWV 1033", "2007 FIFA U-20 World Cup";
+    lower-case words only inside). A single word must be capitalised and not a function word ("Which"),
+    and a bare number is not a name (years are values). Chinese: the words jieba tags as names
+    (person, place, organization, other proper noun). Callers look the spans up as key names and keep the
+    longest matches.
+    """
+    words = [m.group() for m in _NAME_WORD_RE.finditer(text)]
+    spans: list[tuple[str, int, int]] = []
+    for i, first in enumerate(words):
+        if contains_han(first) or not (first[0].isupper() or first[0].isdigit()):
+            continue
+        for j in range(i, min(len(words), i + max_words)):
+            last = words[j]
+            if contains_han(last):
+                break
+            if not (last[0].isupper() or last[0].isdigit()):
+                continue
+            if i == j and (first.isdigit() or first.lower() in _FUNCTION_WORDS or not first[0].isupper()):
+                continue
+            if j > i and last.lower() in _FUNCTION_WORDS:
+                continue  # "Nolan And": the run ends before a capitalised function word
+            spans.append((" ".join(words[i : j + 1]), i, j))
+    if contains_han(text):
+        position = len(words)
+        for pair in load_jieba_posseg().lcut(text):
+            if pair.flag in _NAME_FLAGS and len(pair.word) >= 2 and contains_han(pair.word):
+                spans.append((pair.word, position, position))
+            position += 1
+    return spans
+
+
 class RuleExtractor:
     """Deterministic events and keys from text, for offline use and as the LLM extractor's fallback."""
 
@@ -568,12 +628,18 @@ class RuleExtractor:
         """Keys of one event, subject (document/chunk title) first, at most ``max_keys_per_event``."""
         candidates = _Candidates([], set())
         # A chunk title is a heading path ("三国 > 官渡之战"); its last heading is the chunk's own subject.
+        qualifiers: list[str] = []
         for title in (doc_title, chunk_title.rsplit(" > ", 1)[-1]):
             if title.strip():
-                candidates.add(_SUBJECT, "topic", title)
+                name, qualifier = _subject(title.strip())
+                candidates.add(_SUBJECT, "topic", name)
                 candidates.seen.update(_subject_variants(title))  # "The Prestige (film)" covers "Prestige"
+                if qualifier:
+                    qualifiers.append(qualifier)
         text = event.content
         title_words, title_persons = _title_evidence(doc_title, chunk_title)
+        for qualifier in qualifiers:  # "Alexandria International Airport (Louisiana)": Louisiana is a key
+            _english_keys(qualifier, candidates, title_words, title_persons, [])
         summary_words, summary_persons = _evidence(summary) if summary else (frozenset(), ())
         quoted_spans = _quoted_keys(text, candidates)
         _english_keys(

@@ -2,8 +2,8 @@
 
 One statement per stage, so each is timed::
 
-    match_keys, query_chunks -> activate_keys -> expand_keys -> rank_chunks (+ key-chunk edges) -> PageRank
-    -> fetch
+    match_keys (+ keys_named), query_chunks -> activate_keys -> expand_keys -> rank_chunks (+ key-chunk edges)
+    -> PageRank -> fetch
 
 All the retrieval math runs in PostgreSQL (see docs/retrieval.md); Python only runs PageRank and builds
 the result.
@@ -23,6 +23,8 @@ from pgvector.psycopg import register_vector
 from psycopg.adapt import PyFormat
 
 from ..errors import QueryError
+from ..extract.rules import query_names
+from ..text.normalize import normalize_key
 from .pagerank import rank as pagerank_rank
 from .result import ChunkHit, KeyHit, SearchResult
 
@@ -39,7 +41,9 @@ class RetrievalParams:
     ``key_top_n``, ``max_key_events``, ``feedback_chunks``: sag.activate_keys and sag.expand_keys
     (``key_top_n`` is their ``top_n``); ``max_step``, ``min_new_keys``: sag.expand_keys;
     ``key_chunk_limit``: sag.rank_chunks; ``pagerank_alpha``: the PageRank damping (the share of a score that
-    comes from the graph rather than from the chunk's own weight_init).
+    comes from the graph rather than from the chunk's own weight_init).  ``query_names``: keys whose name is
+    written in the question (sag.keys_named) join the seeds with k1 = 1; ``named_key_floor``: such a key in
+    key-final weighs at least this share of the strongest key-final weight (0 = no floor).
     """
 
     match_top_k: int = 30
@@ -52,16 +56,19 @@ class RetrievalParams:
     min_new_keys: int = 1
     vector_limit: int = 50
     text_limit: int = 50
-    text_max_postings: int | None = 5000
+    text_max_postings: int | None = 2000
     key_chunk_limit: int = 100
     text_weight: float = 0.85
     pagerank_alpha: float = 0.3
     feedback_chunks: int = 1
+    query_names: bool = True
+    named_key_floor: float = 1.0
 
 
 # Query vectors go as binary (%b: pgvector's binary dumper for numpy arrays): formatting 512 floats as text
 # costs about 0.3 ms per statement.
 _MATCH = "select key_id, similarity from sag.match_keys(%b, %s, top_k => %s, min_similarity => %s)"
+_NAMED = "select ord, key_id from sag.keys_named(%s::text[], %s, %s)"
 _QUERY_CHUNKS = """
 select chunk_id, similarity, text_score, s, via_vector, via_text
   from sag.query_chunks(%b, %s::text[], %s, vector_limit => %s, text_limit => %s, text_weight => %s,
@@ -130,6 +137,22 @@ def _ensure_vector_dumper(conn: psycopg.Connection) -> None:
         register_vector(conn)
 
 
+def _named_seeds(rows: Sequence[Sequence[Any]], spans: Sequence[tuple[str, int, int]]) -> list[int]:
+    """The keys of the longest matched spans: a matched span takes its words, so "Nick Hexum" leaves no room
+    for the key "Nick"; ties by position."""
+    found: dict[int, list[int]] = {}
+    for ord_, key_id in rows:
+        found.setdefault(int(ord_) - 1, []).append(int(key_id))
+    taken: set[int] = set()
+    keys: list[int] = []
+    for i in sorted(found, key=lambda i: (spans[i][1] - spans[i][2], spans[i][1])):
+        words = range(spans[i][1], spans[i][2] + 1)
+        if taken.isdisjoint(words):
+            taken.update(words)
+            keys.extend(k for k in found[i] if k not in keys)
+    return keys
+
+
 def _columns(rows: Sequence[Sequence[Any]], n: int) -> list[list[Any]]:
     """Rows -> n column lists (empty lists for no rows)."""
     return [list(col) for col in zip(*rows)] if rows else [[] for _ in range(n)]
@@ -160,6 +183,8 @@ def retrieve(
     """
     if top_n < 1:
         raise QueryError(f"top_n must be >= 1, got {top_n}")
+    if not 0 <= params.named_key_floor <= 1:
+        raise QueryError(f"named_key_floor must be in [0, 1], got {params.named_key_floor}")
     vec = _query_vector(query_embedding)
     _ensure_vector_dumper(conn)
     tokens = [t for t in query_tokens if t]
@@ -178,11 +203,20 @@ def retrieve(
         timings[name] = (time.perf_counter() - t0) * 1000.0
         return rows
 
+    named: list[int] = []
     try:
         with conn.transaction():
             if seed_keys is None:
                 seed_ids, seed_w = _columns(timed("match_keys", _MATCH, [vec, source_ids, p.match_top_k,
                                                                           p.match_min_similarity]), 2)
+                spans = query_names(query) if query and p.query_names else []
+                if spans:
+                    rows = timed("keys_named", _NAMED, [[normalize_key(n) for n, _, _ in spans], source_ids,
+                                                         p.max_key_events])
+                    named = _named_seeds(rows, spans)
+                    # An exact name counts fully (k1 = 1), like sag.match_named_keys' exact matches.
+                    seeds = dict(zip(seed_ids, seed_w)) | dict.fromkeys(named, 1.0)
+                    seed_ids, seed_w = list(seeds), list(seeds.values())
             else:
                 seed_ids = [int(k) for k, _ in seed_keys]
                 seed_w = [float(w) for _, w in seed_keys]
@@ -196,6 +230,14 @@ def retrieve(
             kf = timed("expand_keys", _EXPAND, [vec, act_ids, act_w, act_s, source_ids, p.max_step, p.threshold,
                                                  p.key_top_n, p.min_new_keys, p.max_key_events, event_filter])
             kf_ids, kf_w, kf_s = _columns(kf, 3)
+            if named and kf_w and p.named_key_floor > 0:
+                # A key the question names keeps at least named_key_floor * the strongest weight: activation
+                # sums over events, so an entity with few events would otherwise weigh little beside one the
+                # best passage is about ("Pterocarya or Cotula?").
+                floor = p.named_key_floor * max(kf_w)
+                named_set = set(named)
+                kf_w = [max(w, floor) if k in named_set else w for k, w in zip(kf_ids, kf_w)]
+                kf = list(zip(kf_ids, kf_w, kf_s))
             ranked = timed("rank_chunks", _RANK, [vec, tokens, kf_ids, kf_w, kf_s, source_ids, p.vector_limit,
                                                    p.text_limit, p.key_chunk_limit, p.text_weight, qc_ids, qc_sim,
                                                    qc_ts, qc_vv, chunk_filter])
