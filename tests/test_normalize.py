@@ -40,7 +40,14 @@ from sag_pg.text.normalize import (
         ("35", "35"),
         ("1,234", "1234"),
         ("50 %", "50%"),
-        ("hindi हिन्दी", "hindiहिन्दी"),
+        ("hindi हिन्दी", "hindiहिन्दी"),  # marks of other scripts are part of the letter
+        ("Aschenbrödel", "aschenbrodel"),  # Latin diacritics go: questions often drop them
+        ("Aschenbrodel", "aschenbrodel"),
+        ("Akinoshū Kenji", "akinoshukenji"),
+        ("Île-de-France", "iledefrance"),
+        ("Jime\u0301nez", "jimenez"),  # decomposed accent
+        ("Ørsted", "ørsted"),  # no decomposition: a letter of its own
+        ("Ελλάδα", "ελλάδα"),  # Greek keeps its accents
         ("!!!", ""),
         ("", ""),
         ("  \t\n", ""),

@@ -290,6 +290,14 @@ def test_a_named_disambiguator_is_a_key_of_its_own() -> None:
         ("location", "Louisiana"),
         ("time", "1959"),
     ]
+    # A place after a comma is a disambiguator too: running text writes "born in Rochester, New York" as two keys.
+    rochester = keys_of("It lies on Lake Ontario.", doc_title="Rochester, New York")
+    assert [(k.type, k.name) for k in rochester][:2] == [("topic", "Rochester"), ("location", "New York")]
+    mention = keys_of("He was born in Rochester, New York.")
+    assert [normalize_key(k.name) for k in mention][:2] == ["rochester", "newyork"]
+    # ... but not any comma: "Israeli presidential election, 2000" is one name.
+    assert keys_of("Peres lost.", doc_title="Israeli presidential election, 2000")[0].name == (
+        "Israeli presidential election, 2000")
     # A common noun ("film", "director") is not a key: lower-case words never are.
     assert [k.name for k in keys_of("He directed 79 films.", doc_title="David Smith (director)")] == [
         "David Smith"
@@ -372,5 +380,7 @@ def test_query_names_are_capitalised_runs_and_chinese_proper_nouns() -> None:
     years = [n for n, _, _ in query_names("What won in 1999 at the 2007 FIFA U-20 World Cup?")]
     assert "1999" not in years and "2007 FIFA U 20 World Cup" in years  # words joined by spaces
     assert query_names("what is the capital of france?") == []
+    alone = [n for n, _, _ in query_names("Was Deltha Lee O'Neal, III in C major?")]
+    assert "III" not in alone and "C" not in alone and "Deltha Lee O Neal III" in alone
     chinese = [n for n, _, _ in query_names("曹操在官渡之战中击败了谁？")]
     assert "曹操" in chinese and "谁" not in chinese

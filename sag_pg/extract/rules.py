@@ -397,18 +397,23 @@ def _subject(title: str) -> tuple[str, str]:
     """The subject key of a title, and its disambiguator: "The Prestige (film)" -> ("Prestige", "film").
 
     The name is written as running text would write it, so that a page's subject and the mentions of it on
-    other pages are one key: the parenthesised disambiguator of a Wikipedia-style title goes, and so do the
-    leading words that the phrase rules strip from a mention ("The", "A"; not when nothing else is left).
+    other pages are one key: the parenthesised disambiguator of a Wikipedia-style title goes, so does a
+    place after a comma ("Rochester, New York" -> "Rochester", "New York": the phrase rules split there
+    too), and so do the leading words that the phrase rules strip from a mention ("The", "A"; not when
+    nothing else is left).
     """
-    qualifier = ""
+    qualifiers: list[str] = []
     match = _PARENTHETICAL_RE.search(title)
     name = title
     if match is not None and match.start() > 0:
-        name, qualifier = title[: match.start()].strip(), match.group().strip()[1:-1].strip()
+        name, qualifiers = title[: match.start()].strip(), [match.group().strip()[1:-1].strip()]
+    head, comma, tail = name.partition(", ")
+    if comma and head and tail.rsplit(", ", 1)[-1].lower() in _GAZETTEER:
+        name, qualifiers = head, [tail, *qualifiers]  # "Rochester, New York": text writes "Rochester"
     words = name.split()
     while len(words) > 1 and words[0].lower() in _FUNCTION_WORDS and words[1].lower() not in _FUNCTION_WORDS:
         words.pop(0)
-    return " ".join(words), qualifier
+    return " ".join(words), ", ".join(qualifiers)
 
 
 @lru_cache(maxsize=256)
@@ -542,8 +547,8 @@ def query_names(text: str, *, max_words: int = 10) -> list[tuple[str, int, int]]
     The keys an extractor makes are names as running text writes them, so a key named in a question is a
     run of its words: every run of up to ``max_words`` words that starts and ends with a capitalised word
     or a number ("Welcome to the Show", "Flute Sonata in C major, BWV 1033", "2007 FIFA U-20 World Cup";
-    lower-case words only inside). A single word must be capitalised and not a function word ("Which"),
-    and a bare number is not a name (years are values). Chinese: the words jieba tags as names
+    lower-case words only inside). A single word must be capitalised, two letters or more, and neither a
+    function word ("Which") nor a Roman numeral ("III"); a bare number is not a name (years are values). Chinese: the words jieba tags as names
     (person, place, organization, other proper noun). Callers look the spans up as key names and keep the
     longest matches.
     """
@@ -558,8 +563,11 @@ def query_names(text: str, *, max_words: int = 10) -> list[tuple[str, int, int]]
                 break
             if not (last[0].isupper() or last[0].isdigit()):
                 continue
-            if i == j and (first.isdigit() or first.lower() in _FUNCTION_WORDS or not first[0].isupper()):
-                continue
+            if i == j and (
+                first.isdigit() or not first[0].isupper() or len(first) < 2 or first.lower() in _FUNCTION_WORDS
+                or _ROMAN_RE.fullmatch(first)
+            ):
+                continue  # "Which", "C" (major), "III" alone name nothing
             if j > i and last.lower() in _FUNCTION_WORDS:
                 continue  # "Nolan And": the run ends before a capitalised function word
             spans.append((" ".join(words[i : j + 1]), i, j))

@@ -1,7 +1,7 @@
 """Key normalisation ("one key per meaning", sag-algorithm §1.3); numbers, years and dates for key values.
 
-``normalize_key`` is the identity used to merge keys: width, case, spacing and punctuation variants of
-one name collapse to one string. It only removes *spelling* noise; "ai302" vs "302ai" or 曹孟德 vs 曹操
+``normalize_key`` is the identity used to merge keys: width, case, spacing, punctuation and accent variants
+of one name collapse to one string. It only removes *spelling* noise; "ai302" vs "302ai" or 曹孟德 vs 曹操
 are different strings, aligned by synonym tables here or by trigram/vector similarity in SQL.
 """
 
@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 
 __all__ = [
     "NormalizedSynonyms",
@@ -41,10 +42,21 @@ def normalize_synonyms(synonyms: Mapping[str, str]) -> NormalizedSynonyms:
     return table
 
 
+@lru_cache(maxsize=4096)
+def _fold_latin(ch: str) -> str:
+    """A Latin letter without its diacritics ("é" -> "e", "ō" -> "o"); any other character unchanged."""
+    if not unicodedata.name(ch, "").startswith("LATIN "):
+        return ch
+    base = "".join(c for c in unicodedata.normalize("NFD", ch) if unicodedata.category(c)[0] != "M")
+    return base or ch
+
+
 def _normalize_spelling(name: str) -> str:
     if _PLAIN_ASCII_RE.fullmatch(name):
         return "".join(name.lower().split())  # the common case ("Carl Rogers"), 10x faster
     text = unicodedata.normalize("NFKC", name).casefold()
+    if not text.isascii():
+        text = "".join(_fold_latin(ch) if not ch.isascii() else ch for ch in text)
     kept: list[str] = []
     last = len(text) - 1
     for index, ch in enumerate(text):
@@ -61,12 +73,14 @@ def _normalize_spelling(name: str) -> str:
 
 
 def normalize_key(name: str, synonyms: Mapping[str, str] | None = None) -> str:
-    """The identity of a key name: NFKC, casefolded, without whitespace and punctuation, synonyms applied.
+    """The identity of a key name: NFKC, casefolded, Latin letters without diacritics, without whitespace and
+    punctuation, synonyms applied.
 
     "302.AI", "302ai", "302 AI" and "３０２ＡＩ" all give ``"302ai"``; "New York" and "new-york" give
-    ``"newyork"``. Spaces are removed rather than collapsed: keeping them would make "New York" and
+    ``"newyork"``; "Aschenbrödel" and "Aschenbrodel" give ``"aschenbrodel"`` (texts and questions often drop
+    accents). Spaces are removed rather than collapsed: keeping them would make "New York" and
     "New-York" differ. Kept on purpose: letters and digits of every script (CJK included), combining
-    marks, "+"/"#" after a letter (C++, C#), "." between digits (3.5) and "%" after a digit.
+    marks (except those of Latin letters), "+"/"#" after a letter (C++, C#), "." between digits (3.5) and "%" after a digit.
     Synonyms map variant → canonical; both sides are normalised too, chains are followed.
     An input with no letters or digits gives ``""``; callers should drop such keys.
     """
