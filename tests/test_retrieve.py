@@ -241,6 +241,11 @@ def test_keys_named_in_the_question_seed_and_keep_a_floor(
 def test_longest_named_span_wins() -> None:
     # spans: "Nick" (0), "Nick Hexum" (0-1), "Hexum" (1), "Mark King" (3-4); keys found for all but "Hexum".
     spans = [("Nick", 0, 0), ("Nick Hexum", 0, 1), ("Hexum", 1, 1), ("Mark King", 3, 4)]
-    rows = [(1, 10), (2, 20), (2, 21), (4, 40)]   # (1-based span, key id): "Nick Hexum" names two keys
+    # (1-based span, key id, hub): "Nick Hexum" names two keys
+    rows = [(1, 10, False), (2, 20, False), (2, 21, False), (4, 40, False)]
     assert _named_seeds(rows, spans) == [20, 21, 40]
     assert _named_seeds([], spans) == []
+    # A hub's name seeds nothing but still takes its words: "British Empire" is not the key "Empire".
+    spans = [("British Empire", 0, 1), ("Empire", 1, 1), ("Nugegoda", 3, 3)]
+    assert _named_seeds([(1, 7, True), (2, 8, False), (3, 9, False)], spans) == [9]
+    assert _named_seeds([(2, 8, False), (3, 9, False)], spans) == [8, 9]

@@ -378,9 +378,12 @@ def test_query_names_are_capitalised_runs_and_chinese_proper_nouns() -> None:
     assert "Welcome to the Show" in welcome and "Show and f" not in welcome
     # A bare number is a value, not a name; inside a name it counts.
     years = [n for n, _, _ in query_names("What won in 1999 at the 2007 FIFA U-20 World Cup?")]
-    assert "1999" not in years and "2007 FIFA U 20 World Cup" in years  # words joined by spaces
+    assert "1999" not in years and "2007 FIFA U-20 World Cup" in years
     assert query_names("what is the capital of france?") == []
     alone = [n for n, _, _ in query_names("Was Deltha Lee O'Neal, III in C major?")]
     assert "III" not in alone and "C" not in alone and "Deltha Lee O Neal III" in alone
+    # A hyphenated word is one word: "Kim Jong" is no span of "Kim Jong-chul".
+    assert [n for n, _, _ in query_names("Who is the wife of Kim Jong-chul?")][-3:] == [
+        "Kim", "Kim Jong-chul", "Jong-chul"]
     chinese = [n for n, _, _ in query_names("曹操在官渡之战中击败了谁？")]
     assert "曹操" in chinese and "谁" not in chinese

@@ -536,13 +536,13 @@ def _join(left: str, right: str) -> str:
     return left + right if contains_han(left[-1:]) or contains_han(right[:1]) else f"{left} {right}"
 
 
-_NAME_WORD_RE = re.compile(r"[^\W_]+")
+_NAME_WORD_RE = re.compile(r"[^\W_]+(?:-[^\W_]+)*")  # "Kim Jong-chul" is two words, "Edler's" two
 _NAME_FLAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz", "j"})
 
 
 def query_names(text: str, *, max_words: int = 10) -> list[tuple[str, int, int]]:
     """Spans of a question that may name a key: ``(text, first word, last word)``, word positions counted
-    over the question's letter/digit runs.
+    over the question's letter/digit runs (a hyphenated run is one word).
 
     The keys an extractor makes are names as running text writes them, so a key named in a question is a
     run of its words: every run of up to ``max_words`` words that starts and ends with a capitalised word

@@ -68,7 +68,7 @@ class RetrievalParams:
 # Query vectors go as binary (%b: pgvector's binary dumper for numpy arrays): formatting 512 floats as text
 # costs about 0.3 ms per statement.
 _MATCH = "select key_id, similarity from sag.match_keys(%b, %s, top_k => %s, min_similarity => %s)"
-_NAMED = "select ord, key_id from sag.keys_named(%s::text[], %s, %s)"
+_NAMED = "select ord, key_id, hub from sag.keys_named(%s::text[], %s, %s)"
 _QUERY_CHUNKS = """
 select chunk_id, similarity, text_score, s, via_vector, via_text
   from sag.query_chunks(%b, %s::text[], %s, vector_limit => %s, text_limit => %s, text_weight => %s,
@@ -139,17 +139,18 @@ def _ensure_vector_dumper(conn: psycopg.Connection) -> None:
 
 def _named_seeds(rows: Sequence[Sequence[Any]], spans: Sequence[tuple[str, int, int]]) -> list[int]:
     """The keys of the longest matched spans: a matched span takes its words, so "Nick Hexum" leaves no room
-    for the key "Nick"; ties by position."""
-    found: dict[int, list[int]] = {}
-    for ord_, key_id in rows:
-        found.setdefault(int(ord_) - 1, []).append(int(key_id))
+    for the key "Nick"; ties by position.  A hub's name takes its words too ("British Empire" is not the
+    key "Empire") but seeds nothing."""
+    found: dict[int, list[tuple[int, bool]]] = {}
+    for ord_, key_id, hub in rows:
+        found.setdefault(int(ord_) - 1, []).append((int(key_id), bool(hub)))
     taken: set[int] = set()
     keys: list[int] = []
     for i in sorted(found, key=lambda i: (spans[i][1] - spans[i][2], spans[i][1])):
         words = range(spans[i][1], spans[i][2] + 1)
         if taken.isdisjoint(words):
             taken.update(words)
-            keys.extend(k for k in found[i] if k not in keys)
+            keys.extend(k for k, hub in found[i] if not hub and k not in keys)
     return keys
 
 

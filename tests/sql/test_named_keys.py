@@ -28,9 +28,10 @@ def graph(db_conn: psycopg.Connection) -> dict[str, int]:
 
 
 def named(conn: psycopg.Connection, names: list[str], source_ids: list[int] | None = None,
-          max_key_events: int | None = None) -> list[tuple[int, int]]:
-    return [(r[0], r[1]) for r in conn.execute("select ord, key_id from sag.keys_named(%s, %s, %s)",
-                                               [names, source_ids, max_key_events]).fetchall()]
+          max_key_events: int | None = None, *, hubs: bool = False) -> list[tuple[int, ...]]:
+    rows = conn.execute("select ord, key_id, hub from sag.keys_named(%s, %s, %s)",
+                        [names, source_ids, max_key_events]).fetchall()
+    return [(r[0], r[1], r[2]) if hubs else (r[0], r[1]) for r in rows]
 
 
 def test_exact_names_of_every_type_in_the_sources(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
@@ -44,9 +45,14 @@ def test_exact_names_of_every_type_in_the_sources(db_conn: psycopg.Connection, g
     assert named(db_conn, ["quentin", "quentinvanc"]) == []
 
 
-def test_hubs_and_non_string_keys_are_left_out(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
-    assert named(db_conn, ["unitedstates"], [graph["one"]]) == [(1, graph["hub"])]
-    assert named(db_conn, ["unitedstates"], [graph["one"]], max_key_events=3) == [(1, graph["hub"])]
-    assert named(db_conn, ["unitedstates"], [graph["one"]], max_key_events=2) == []
+def test_hubs_are_flagged_and_non_string_keys_left_out(db_conn: psycopg.Connection,
+                                                       graph: dict[str, int]) -> None:
+    # "United States" has 3 events: a hub when the limit is below 3 (no limit: never a hub).
+    one = [graph["one"]]
+    assert named(db_conn, ["unitedstates"], one, hubs=True) == [(1, graph["hub"], False)]
+    assert named(db_conn, ["unitedstates"], one, max_key_events=3, hubs=True) == [(1, graph["hub"], False)]
+    assert named(db_conn, ["unitedstates"], one, max_key_events=2, hubs=True) == [(1, graph["hub"], True)]
+    assert named(db_conn, ["quentinvance"], one, max_key_events=2, hubs=True) == [
+        (1, graph["vance"], False), (1, graph["vance_person"], False)]  # no events at all: not a hub
     assert named(db_conn, ["1999"]) == []       # a numeric key is a value, not a name
     assert named(db_conn, []) == []
