@@ -24,7 +24,9 @@ class Extractor(Protocol):
 class RulesExtractor:
     """Offline: sumy sentences as the summary, sentence-level events, rule-based typed keys."""
 
-    name = "rules-v1"
+    # Part of every document's content hash: bump it when the rules change what they extract, so
+    # re-ingesting an unchanged file re-extracts it (v2: title disambiguators, Latin diacritics folded).
+    name = "rules-v2"
     uses_pre_retrieval = False
 
     def __init__(self, summary_sentences: int = 3) -> None:

@@ -46,6 +46,25 @@ comment on function sag.drop_vector_indexes() is
     'Drops the HNSW indexes so a bulk load does not pay for one graph insertion per row; rebuild them with '
     'sag.create_vector_indexes() (sag-pg does both around large ingests).';
 
+-- Embeddings in the row: PLAIN (uncompressed) while a vector fits a page comfortably, MAIN above.  The
+-- reasons are in sql/incremental/003-bm25-stats.sql.
+create or replace function sag.set_vector_storage(dimension integer)
+returns text
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    mode text := case when dimension <= 1500 then 'plain' else 'main' end;
+begin
+    execute format('alter table sag.chunks alter column embedding set storage %s', mode);
+    execute format('alter table sag.events alter column embedding set storage %s', mode);
+    execute format('alter table sag.keys alter column embedding set storage %s', mode);
+    return mode;
+end;
+$$;
+comment on function sag.set_vector_storage(integer) is
+    'Sets the storage of the three embedding columns for vectors of this dimension: plain up to 1,500, main above.';
+
 create or replace function sag.bound_embedder()
 returns jsonb
 language sql stable
@@ -75,9 +94,7 @@ begin
         execute format('alter table sag.events alter column embedding type vector(%s)', dimension);
         execute format('alter table sag.keys alter column embedding type vector(%s)', dimension);
         -- ALTER TYPE resets the storage to the type's EXTENDED: keep vectors inline (see 003-bm25-stats.sql).
-        alter table sag.chunks alter column embedding set storage main;
-        alter table sag.events alter column embedding set storage main;
-        alter table sag.keys alter column embedding set storage main;
+        perform sag.set_vector_storage(dimension);
         perform sag.create_vector_indexes(dimension);
         bound := jsonb_build_object('name', embedder, 'dimension', dimension, 'bound_at', now());
         insert into sag.settings (name, value) values ('embedder', bound);

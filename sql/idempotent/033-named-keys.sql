@@ -55,6 +55,8 @@ comment on function sag.context_for_query(vector, bigint[], integer, integer) is
     'to the query by vector, and the key types of the sources.';
 
 -- Key names written in the query itself (sag_pg.extract.rules.query_names gives the candidate spans).
+-- Its result columns changed once (the hub flag): CREATE OR REPLACE cannot change a return type.
+drop function if exists sag.keys_named(text[], bigint[], integer);
 create or replace function sag.keys_named(
     normalized text[], source_ids bigint[] default null, max_key_events integer default null)
 returns table (ord integer, key_id bigint, hub boolean)

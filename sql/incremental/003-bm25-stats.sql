@@ -96,13 +96,21 @@ insert into sag.corpus_stats (source_id, chunk_count, token_total)
 select c.source_id, count(*), sum(c.token_count) from sag.chunks c group by 1;
 
 -- Vectors inline: 512 float4 (2 KB) just exceed the 2 KB TOAST threshold, so with the default EXTENDED
--- storage every embedding went to the TOAST table, costing an extra insert on write and an extra index
--- lookup on every read (HNSW builds and exact distances).  MAIN keeps them in the row while it fits a page
--- (up to ~2,000 dimensions) and still moves bigger ones out.  Rows written before stay where they are.
--- sag.bind_embedder sets it again after typing the columns (ALTER TYPE resets the storage).
-alter table sag.chunks alter column embedding set storage main;
-alter table sag.events alter column embedding set storage main;
-alter table sag.keys alter column embedding set storage main;
+-- storage every embedding went to the TOAST table (often compressed: hash embeddings are sparse), costing an
+-- extra insert on write and a fetch plus decompression on every read (HNSW builds, exact distances).  PLAIN
+-- keeps them in the row uncompressed; it needs the row to fit a page, so above 1,500 dimensions (6 KB) MAIN
+-- (inline while it fits, moved out as a last resort).  sag.set_vector_storage (sql/idempotent/000-admin.sql)
+-- applies the same rule when sag.bind_embedder types the columns.  Rows written before stay as they are.
+do $$
+declare
+    dim integer := (select atttypmod from pg_attribute where attrelid = 'sag.keys'::regclass and attname = 'embedding');
+    mode text := case when dim between 1 and 1500 then 'plain' else 'main' end;
+begin
+    execute format('alter table sag.chunks alter column embedding set storage %s', mode);
+    execute format('alter table sag.events alter column embedding set storage %s', mode);
+    execute format('alter table sag.keys alter column embedding set storage %s', mode);
+end $$;
+
 -- Likewise chunks.tsv (about 800 bytes for a 100-token chunk), read for every chunk BM25 scores: in the row
 -- it saves a TOAST fetch per scored chunk (about a quarter of BM25's time in tune_retrieval --bm25-synthetic).
 alter table sag.chunks alter column tsv set storage main;
