@@ -58,7 +58,8 @@ class SAG:
         return self.db.dsn
 
     def close(self) -> None:
-        """Release the LLM and embedder HTTP clients (the database has no pooled connections to close)."""
+        """Release the kept search connection and the LLM and embedder HTTP clients."""
+        self.db.close()
         for resource in (self._llm, self.__dict__.get("embedder")):
             close = getattr(resource, "close", None)
             if callable(close):
@@ -154,7 +155,7 @@ class SAG:
             raise QueryError(f"unknown search mode {mode!r}: use fast or normal (deep is `ask --mode deep`)")
         sources = [source] if isinstance(source, str) else (list(source) if source is not None else None)
         rewrite = None
-        with self.db.connect() as conn:
+        with self.db.session() as conn:
             if mode == "normal":
                 if self.llm is None:
                     raise ConfigError("normal mode needs an LLM: set SAG_LLM (e.g. openai:gpt-4o-mini) or use --mode fast")

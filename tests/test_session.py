@@ -1,0 +1,61 @@
+"""Database.session: the connection kept between searches is reused, replaced when dead, dropped after errors."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from sag_pg.db.connection import Database
+
+
+def _pid(db: Database) -> int:
+    with db.session() as conn:
+        return conn.execute("select pg_backend_pid()").fetchone()[0]  # type: ignore[index]
+
+
+def test_session_reuses_one_connection(db_dsn: str) -> None:
+    db = Database(db_dsn)
+    first = _pid(db)
+    assert _pid(db) == first
+    db.close()
+    assert _pid(db) != first  # close() let the kept connection go
+    db.close()
+
+
+def test_a_connection_killed_by_the_server_is_replaced(db_dsn: str) -> None:
+    db = Database(db_dsn)
+    first = _pid(db)
+    with psycopg.connect(db_dsn, autocommit=True) as admin:
+        admin.execute("select pg_terminate_backend(%s)", [first])
+    second = _pid(db)  # no error: the ping noticed and a new connection was opened
+    assert second != first
+    db.close()
+
+
+def test_a_failed_block_does_not_keep_its_connection(db_dsn: str) -> None:
+    db = Database(db_dsn)
+    first = _pid(db)
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        with db.session() as conn:
+            conn.execute("select 1 / 0")
+    assert _pid(db) != first
+    db.close()
+
+
+def test_concurrent_sessions_get_their_own_connections(db_dsn: str) -> None:
+    db = Database(db_dsn)
+    with db.session() as a, db.session() as b:
+        pids = {c.execute("select pg_backend_pid()").fetchone()[0] for c in (a, b)}  # type: ignore[index]
+    assert len(pids) == 2
+    db.close()
+
+
+def test_searches_reuse_the_connection(sag) -> None:  # type: ignore[no-untyped-def]
+    sag.ingest_text("Ada Lovelace met Charles Babbage in London in 1833.", uri="note-1")
+    sag.search("Ada Lovelace")
+    kept = sag.db._idle
+    assert kept is not None
+    sag.search("Charles Babbage")
+    assert sag.db._idle is kept
+    sag.close()
+    assert kept.closed
