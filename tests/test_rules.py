@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sag_pg.extract.rules import RuleExtractor, query_names
+from sag_pg.extract.query_names import query_names
+from sag_pg.extract.rules import RuleExtractor
 from sag_pg.text.normalize import normalize_key
 from sag_pg.types import Chunk, EventDraft, KeyDraft
 

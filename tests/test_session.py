@@ -35,9 +35,8 @@ def test_a_connection_killed_by_the_server_is_replaced(db_dsn: str) -> None:
 def test_a_failed_block_does_not_keep_its_connection(db_dsn: str) -> None:
     db = Database(db_dsn)
     first = _pid(db)
-    with pytest.raises(psycopg.errors.DivisionByZero):
-        with db.session() as conn:
-            conn.execute("select 1 / 0")
+    with pytest.raises(psycopg.errors.DivisionByZero), db.session() as conn:
+        conn.execute("select 1 / 0")
     assert _pid(db) != first
     db.close()
 

@@ -120,7 +120,7 @@ class Database:
         # finaliser (which warns about an unclosed connection).
         try:
             self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to report to
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing left to report to
             pass
 
     @contextmanager

@@ -7,9 +7,10 @@ import threading
 from dataclasses import dataclass
 
 import psycopg
-from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
+
+from alembic import command
 
 from .._resources import alembic_dir
 from ..errors import SchemaVersionError

@@ -23,7 +23,7 @@ from pgvector.psycopg import register_vector
 from psycopg.adapt import PyFormat
 
 from ..errors import QueryError
-from ..extract.rules import query_names
+from ..extract.query_names import query_names
 from ..text.normalize import normalize_key
 from .pagerank import rank as pagerank_rank
 from .result import ChunkHit, KeyHit, SearchResult
@@ -82,7 +82,8 @@ select key_id, weight, step
 _EXPAND = """
 select key_id, weight, step
   from sag.expand_keys(%b, %s::bigint[], %s::float8[], %s::int[], %s, max_step => %s, threshold => %s,
-                       top_n => %s, min_new_keys => %s, max_key_events => %s, event_filter => %s::bigint[])"""
+                       top_n => %s, min_new_keys => %s, max_key_events => %s, event_filter => %s::bigint[],
+                       floor_key_ids => %s::bigint[], floor_share => %s)"""
 _RANK = """
 select chunk_id, similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text
   from sag.rank_chunks(%b, %s::text[], %s::bigint[], %s::float8[], %s::int[], %s, vector_limit => %s,
@@ -215,9 +216,9 @@ def retrieve(
                     rows = timed("keys_named", _NAMED, [[normalize_key(n) for n, _, _ in spans], source_ids,
                                                          p.max_key_events])
                     named = _named_seeds(rows, spans)
-                    # An exact name counts fully (k1 = 1), like sag.match_named_keys' exact matches.
-                    seeds = dict(zip(seed_ids, seed_w)) | dict.fromkeys(named, 1.0)
-                    seed_ids, seed_w = list(seeds), list(seeds.values())
+                    # An exact name counts fully (k1 = 1), like sag.match_named_keys' exact matches;
+                    # sag.activate_keys keeps a key's largest weight when it is given twice.
+                    seed_ids, seed_w = seed_ids + named, seed_w + [1.0] * len(named)
             else:
                 seed_ids = [int(k) for k, _ in seed_keys]
                 seed_w = [float(w) for _, w in seed_keys]
@@ -229,16 +230,9 @@ def retrieve(
                                                       p.text_weight, p.feedback_chunks, event_filter])
             act_ids, act_w, act_s = _columns(act, 3)
             kf = timed("expand_keys", _EXPAND, [vec, act_ids, act_w, act_s, source_ids, p.max_step, p.threshold,
-                                                 p.key_top_n, p.min_new_keys, p.max_key_events, event_filter])
+                                                 p.key_top_n, p.min_new_keys, p.max_key_events, event_filter,
+                                                 named or None, p.named_key_floor])
             kf_ids, kf_w, kf_s = _columns(kf, 3)
-            if named and kf_w and p.named_key_floor > 0:
-                # A key the question names keeps at least named_key_floor * the strongest weight: activation
-                # sums over events, so an entity with few events would otherwise weigh little beside one the
-                # best passage is about ("Pterocarya or Cotula?").
-                floor = p.named_key_floor * max(kf_w)
-                named_set = set(named)
-                kf_w = [max(w, floor) if k in named_set else w for k, w in zip(kf_ids, kf_w)]
-                kf = list(zip(kf_ids, kf_w, kf_s))
             ranked = timed("rank_chunks", _RANK, [vec, tokens, kf_ids, kf_w, kf_s, source_ids, p.vector_limit,
                                                    p.text_limit, p.key_chunk_limit, p.text_weight, qc_ids, qc_sim,
                                                    qc_ts, qc_vv, chunk_filter])

@@ -35,6 +35,8 @@ drop function if exists sag._nearest_chunks(vector, bigint[], integer);
 drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer);
 drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
                                         integer, integer);
+drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+                                        integer, integer, bigint[]);
 
 -- Nearest neighbours by the HNSW indexes: the `lim` rows nearest to `query_embedding` (cosine distance), in
 -- the index's order (relaxed: nearly sorted), NaN distances (zero vectors) left out.  Callers sort.
@@ -398,7 +400,9 @@ create or replace function sag.expand_keys(
     top_n integer default 20,
     min_new_keys integer default 1,
     max_key_events integer default 20,
-    event_filter bigint[] default null)
+    event_filter bigint[] default null,
+    floor_key_ids bigint[] default null,
+    floor_share float8 default 0)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -428,6 +432,8 @@ begin
                          format('sag.expand_keys: max_key_events must be >= 1, got %s', max_key_events));
     perform sag._require(not exists (select 1 from unnest(key_steps) s where s is null or s < 1),
                          'sag.expand_keys: key_steps must be >= 1');
+    perform sag._require(floor_share >= 0 and floor_share <= 1,
+                         format('sag.expand_keys: floor_share must be in [0, 1], got %s', floor_share));
 
     -- The input keys (in the sources), duplicates merged.
     select array_agg(x.key_id order by x.key_id), array_agg(x.w order by x.key_id), array_agg(x.step order by x.key_id)
@@ -478,14 +484,20 @@ begin
         exit when new_keys < min_new_keys;
     end loop;
 
+    -- The floor: a key the question names keeps at least floor_share * the strongest weight (activation
+    -- sums over events, so an entity with few events would otherwise weigh little beside the one the best
+    -- passage is about: "Pterocarya or Cotula?").  Ordered by the weight before the floor.
     return query
-    select a.key_id, a.w, a.step
+    select a.key_id,
+           case when floor_share > 0 and a.key_id = any (floor_key_ids)
+                then greatest(a.w, floor_share * max(a.w) over ()) else a.w end,
+           a.step
       from unnest(acc_ids, acc_w, acc_steps) as a(key_id, w, step)
      order by a.w desc, a.step, a.key_id;
 end;
 $$;
 comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer,
-                                    integer, bigint[]) is
+                                    integer, bigint[], bigint[], float8) is
     'Stage 2, the multi-hop loop (sag-algorithm §2.3).  From the previous hop''s key set F (first: the input '
     'keys): events of F (SQL join; hubs with more than max_key_events events not expanded; only event_filter '
     'events when given); their exact cosine with the original query; W_event-key-2(e) = sum of W(k) over k in F '
@@ -493,4 +505,5 @@ comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigin
     'their keys; kept if >= threshold * max, top_n, L1-normalized -> F''.  New keys get step = the hop number '
     '(the input keys'' largest step + 1, +2, ...).  Stops after hop max_step or when fewer than min_new_keys new '
     'keys arrived.  Returns the accumulated key-final, input keys included: each key with its first step and its '
-    'largest weight, ordered by weight.';
+    'largest weight, ordered by weight; a key of floor_key_ids weighs at least floor_share * the largest weight '
+    '(the keys named in the question, sag.keys_named).';

@@ -93,14 +93,13 @@ begin
 
     -- Lucene idf of each query term.  Terms are ordered by the most they can add to a score, qtf * idf
     -- (since tf / (tf + K) < 1), biggest first: the rarest first.
+    with t as (select * from sag._bm25_query_terms(query_tokens))
     select array_agg(x.term order by x.ub desc, x.term), array_agg(x.qtf order by x.ub desc, x.term),
            array_agg(x.idf order by x.ub desc, x.term), array_agg(x.df order by x.ub desc, x.term)
       into terms, qtfs, idfs, dfs
       from (select y.term, y.qtf, y.df, y.idf, y.qtf * y.idf as ub
               from (select t.term, t.qtf, d.df, ln(1 + (n - d.df + 0.5) / (d.df + 0.5)) as idf
-                      from sag._bm25_query_terms(query_tokens) t
-                      join sag.bm25_df(array(select q.term from sag._bm25_query_terms(query_tokens) q),
-                                       source_ids) d on d.term = t.term) y
+                      from t join sag.bm25_df(array(select t.term from t), source_ids) d on d.term = t.term) y
              where y.df > 0) x;
     m := coalesce(cardinality(terms), 0);
     if m = 0 then
