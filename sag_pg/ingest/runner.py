@@ -114,7 +114,10 @@ class Ingestor:
                 store.flush_term_stats(conn)
                 if bulk:
                     built = time.perf_counter()
-                    conn.execute("set maintenance_work_mem = '512MB'")
+                    # At least 512 MB for the HNSW graphs; a server configured with more keeps its own.
+                    conn.execute("select set_config('maintenance_work_mem', greatest("
+                                 "pg_size_bytes(current_setting('maintenance_work_mem')), 512 * 1024 * 1024)"
+                                 " / 1024 || 'kB', false)")
                     conn.execute("select sag.create_vector_indexes()")
                     conn.commit()
                     report.timings["index"] = time.perf_counter() - built
