@@ -48,7 +48,7 @@ class RetrievalParams:
 
     match_top_k: int = 30
     match_min_similarity: float = 0.45
-    event_limit: int = 100
+    event_limit: int = 50
     threshold: float = 0.1
     key_top_n: int = 20
     max_key_events: int = 20

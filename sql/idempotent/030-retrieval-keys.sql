@@ -51,9 +51,10 @@ drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], b
 --   of the caller's transaction), so both hnsw settings are named there.  The same holds for language sql
 --   functions (a `select set_config(...)` statement before the query, plus the SET clause); plpgsql is used
 --   here because the limit is a parameter.
--- * Keys get a wider search (ef_search = 4 * lim, at least 100): key embeddings are short names, and with the
---   hash embedder many are near-ties; at ef_search 40 the index found 78 % of the true 30 nearest keys on the
---   MuSiQue corpus, at 100 92 %, at 200 97 % (1.3, 1.8, 2.6 ms).
+-- * Keys use ef_search = lim (at least 40) like events and chunks.  With the hash embedder's near-tie key
+--   names that finds 78 % of the true 30 nearest keys on the MuSiQue corpus (4 * lim: 92 %), but the keys it
+--   misses are the weak ones below match_keys' min_similarity: R@k on both bench sets was the same at
+--   ef_search 40, 60 and 120, and at 100 k keys the wider beam cost 11 ms of a 55 ms search.
 -- * With an id filter (events, chunks) of at most 1,000 ids the search is exact over the allowed rows: a
 --   selective filter would starve the approximate index scan (and 1,000 exact distances cost a few ms).  A
 --   larger filter goes through the HNSW index, the filter applied to the rows it yields; the iterative scan
@@ -67,7 +68,7 @@ set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
 as $$
 begin
-    perform set_config('hnsw.ef_search', least(greatest(4 * lim, 100), 1000)::text, true);
+    perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
     return query
     select x.id, x.distance
       from (select k.id, k.embedding <=> query_embedding as distance
@@ -232,7 +233,7 @@ create or replace function sag.activate_keys(
     seed_key_ids bigint[],
     seed_weights float8[],
     source_ids bigint[] default null,
-    event_limit integer default 100,
+    event_limit integer default 50,
     threshold float8 default 0.1,
     top_n integer default 20,
     max_key_events integer default 20,
