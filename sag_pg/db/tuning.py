@@ -17,7 +17,7 @@ import os
 import psycopg
 from psycopg import sql
 
-__all__ = ["desired_settings", "apply"]
+__all__ = ["apply", "desired_settings"]
 
 _MB = 1 << 20
 _GB = 1 << 30
