@@ -359,6 +359,11 @@ def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str, monkeypat
     assert 0 < result.hnsw_p50_ms and {"match_keys", "rank_chunks"} <= set(result.stage_p50_ms)
     # The floor is the HNSW index scan, even on a table small enough for a sequential scan and sort.
     assert "events_embedding_hnsw" in result.probe_plan
+    # Every sag relation was read once before the clock started: at least the heaps of the loaded rows.
+    with psycopg.connect(db_dsn) as conn:
+        heaps = conn.execute("select sum(pg_relation_size(c.oid)) from pg_class c"
+                             " where c.relnamespace = 'sag'::regnamespace and c.relkind = 'r'").fetchone()[0]
+    assert result.prewarmed_bytes is not None and result.prewarmed_bytes >= heaps
 
 
 def test_scale_payloads_are_reproducible() -> None:

@@ -118,6 +118,7 @@ class ScaleResult:
     hnsw_p50_ms: float = 0.0
     hnsw_p95_ms: float = 0.0
     stage_p50_ms: dict[str, float] = field(default_factory=dict)
+    prewarmed_bytes: int | None = None  # None: pg_prewarm was not available, the caches were as the build left them
     probe_plan: str = ""
     notices: list[str] = field(default_factory=list)  # from the index builds (e.g. pgvector spilling to disk)
     peak_rss_mb: float = 0.0
@@ -360,18 +361,43 @@ def questions(conn: psycopg.Connection, config: SynthConfig, n: int
     return out
 
 
+_SAG_RELATIONS = """
+select c.oid::regclass::text from pg_class c
+ where c.relnamespace = 'sag'::regnamespace and c.relkind in ('r', 'i')
+ order by pg_relation_size(c.oid) desc"""
+
+
+def prewarm(conn: psycopg.Connection) -> int | None:
+    """Read every relation of the sag schema once (pg_prewarm, mode 'read': into the OS cache), so that
+    searches are timed on a server whose data has been read before, as after some use, rather than in
+    whatever state the load and the index builds left the caches.  Bytes read; None when the pg_prewarm
+    extension is not available (then nothing is read)."""
+    try:
+        conn.execute("create extension if not exists pg_prewarm")
+    except psycopg.Error:
+        if not conn.autocommit:
+            conn.rollback()
+        return None
+    blocks = 0
+    for (relation,) in conn.execute(_SAG_RELATIONS).fetchall():
+        blocks += int(conn.execute("select pg_prewarm(%s::regclass, 'read')", [relation]).fetchone()[0])  # type: ignore[index]
+    size = conn.execute("select current_setting('block_size')::int").fetchone()[0]  # type: ignore[index]
+    return blocks * int(size)
+
+
 def measure(dsn: str, config: SynthConfig, result: ScaleResult, *, queries: int = 50, warmup: int = 10,
             progress: Progress) -> None:
     """Fast search and the HNSW probe for the same questions (after ``warmup`` others), into ``result``.
 
-    The probe runs on its own connection with ``enable_sort = off`` (as sag's nearest-neighbour functions
-    do), so it is always the HNSW index scan, never a sequential scan and sort that the planner may
-    prefer on small tables.
+    The data is read once first (:func:`prewarm`).  The probe runs on its own connection with
+    ``enable_sort = off`` (as sag's nearest-neighbour functions do), so it is always the HNSW index scan,
+    never a sequential scan and sort that the planner may prefer on small tables.
     """
     with psycopg.connect(dsn, autocommit=True) as conn, psycopg.connect(dsn, autocommit=True) as probe:
         register_vector(conn)
         register_vector(probe)
         probe.execute("set enable_sort = off")
+        result.prewarmed_bytes = prewarm(conn)
         asked = questions(conn, config, queries + warmup)
         plan = "\n".join(r[0] for r in probe.execute("explain " + _PROBE, [asked[0][0]]).fetchall())
         result.probe_plan = next((line.strip() for line in plan.splitlines() if "Scan" in line), plan)
