@@ -28,7 +28,16 @@ class AppContext:
             from ..client import SAG
 
             self._sag = SAG(settings=self.settings)
+            # The client keeps connections between searches: closed with the command, not left to the
+            # garbage collector (which may finalise them before the client and warn about open connections).
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None:
+                ctx.find_root().call_on_close(self.close)
         return self._sag
+
+    def close(self) -> None:
+        if self._sag is not None:
+            self._sag.close()
 
 
 pass_app = click.make_pass_decorator(AppContext)
