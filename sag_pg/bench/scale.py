@@ -4,8 +4,9 @@ database, the HNSW indexes built after the load, then fast-search latency agains
 Per size: the bulk-load rate (events/s over pass 1, keys, documents, chunks, events and links, one
 transaction per batch on ``workers`` connections, with the HNSW and secondary indexes, keys and foreign keys
 dropped, as pg_restore loads; adding them back (foreign keys validated), the HNSW build and ANALYZE are
-timed apart, as is the whole), the database size, p50/p95 of
-:func:`sag_pg.search.retrieve` (the fast search: every SQL stage, PageRank and the hit details) over
+timed apart, as is the whole), the database size, then, after reading every relation once
+(:func:`prewarm`), p50/p95 of :func:`sag_pg.search.retrieve` (the fast search: every SQL stage, PageRank
+and the hit details) over
 ``queries`` questions, p50/p95 of ``select id from sag.events order by embedding <=> q limit 10`` for the
 same query vectors (the floor), the ratio of the p50s, and the Python process's peak RSS.
 

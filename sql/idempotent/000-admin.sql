@@ -1,5 +1,10 @@
 -- Administrative functions: embedder binding and statistics.  Re-applied on every upgrade.
 
+-- maintenance_work_mem is sized for each graph, up to the caller's setting: a parallel HNSW build allocates
+-- a shared-memory area of the whole maintenance_work_mem up front (and the server zeroes it), so 1.5 GB for a
+-- graph of a few thousand vectors costs more than building it (0.4 s an index); a graph that needs more than
+-- the setting allows is built partly on disk, as pgvector's NOTICE says.  The caller's value is put back
+-- before returning (a SET clause cannot be used: it would replace the caller's value on entry, too).
 create or replace function sag.create_vector_indexes(dimension integer default null)
 returns integer
 language plpgsql
@@ -9,6 +14,9 @@ declare
     dim integer := coalesce(dimension, (sag.bound_embedder()->>'dimension')::int);
     made integer := 0;
     spec record;
+    callers text := current_setting('maintenance_work_mem');
+    allowed_kb bigint := pg_size_bytes(current_setting('maintenance_work_mem')) / 1024;
+    rows_ bigint;
 begin
     if dim is null then
         return 0;  -- no embedder bound yet: the columns are untyped and cannot be indexed
@@ -22,11 +30,17 @@ begin
     end if;
     for spec in select * from (values ('chunks'), ('events'), ('keys')) t(tbl) loop
         if to_regclass(format('sag.%s_embedding_hnsw', spec.tbl)) is null then
+            -- ~4 bytes a dimension and 1 KiB of neighbour lists and bookkeeping an element (m = 16), + 20 %.
+            execute format('select count(*) from sag.%I where embedding is not null', spec.tbl) into rows_;
+            perform set_config('maintenance_work_mem',
+                               least(allowed_kb, greatest(65536, (rows_ * (4 * dim + 1024) * 1.2 / 1024)::bigint))
+                               || 'kB', true);
             execute format('create index %I on sag.%I using hnsw (embedding vector_cosine_ops)',
                            spec.tbl || '_embedding_hnsw', spec.tbl);
             made := made + 1;
         end if;
     end loop;
+    perform set_config('maintenance_work_mem', callers, true);
     return made;
 end;
 $$;
