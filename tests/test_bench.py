@@ -332,7 +332,7 @@ def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str, monkeypat
     from sag_pg.bench.scale import _CONSTRAINTS, _SECONDARY_INDEXES, load, measure
 
     # 1 MB of maintenance_work_mem: the keys' HNSW graph spills, and pgvector's notice is kept.
-    monkeypatch.setattr(scale, "_index_memory_mb", lambda dim, rows: 1)
+    monkeypatch.setattr(scale, "_index_memory_mb", lambda: 1)
     def schema(conn: psycopg.Connection) -> tuple[list, list]:  # type: ignore[type-arg]
         return sorted(conn.execute(_SECONDARY_INDEXES).fetchall()), sorted(conn.execute(_CONSTRAINTS).fetchall())
 

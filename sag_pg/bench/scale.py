@@ -17,7 +17,6 @@ filler words (stop words included) as tokens.
 
 from __future__ import annotations
 
-import os
 import resource
 import time
 from collections import deque
@@ -34,7 +33,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from ..config import Settings
-from ..db import migrate
+from ..db import migrate, tuning
 from ..db.connection import resolve_dsn
 from ..search.retrieve import retrieve
 from .database import bench_database_name, temporary_database
@@ -230,12 +229,10 @@ def _parallel(items: Iterator[T], work: Callable[[T], None], workers: int) -> It
             yield done
 
 
-def _index_memory_mb(dim: int, rows: int) -> int:
-    """maintenance_work_mem for an HNSW graph of ``rows`` vectors: ~4 * dim + 1 KiB an element in memory
-    (vector, neighbour lists at m = 16, bookkeeping), plus 20 %; at least 256 MB, at most 40 % of RAM."""
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 8 << 30
-    need = rows * (4 * dim + 1024) * 1.2
-    return int(min(max(need, 256 << 20), 0.4 * ram) / 2**20)
+def _index_memory_mb() -> int:
+    """maintenance_work_mem for the index builds after the load: 40 % of RAM.  It is a ceiling:
+    sag.create_vector_indexes gives each HNSW graph only what it needs under it."""
+    return int(0.4 * tuning.ram_bytes() / 2**20)
 
 
 def _load_rows(dsn: str, config: SynthConfig, result: ScaleResult, progress: Progress, workers: int) -> None:
@@ -303,8 +300,7 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2)
         # pgvector says so (a NOTICE) when an HNSW graph no longer fits in maintenance_work_mem and goes on
         # building on disk, many times more slowly: keep the notices, and give the largest graph room.
         conn.add_notice_handler(lambda diag: result.notices.append(diag.message_primary or ""))
-        conn.execute(sql.SQL("set maintenance_work_mem = {}").format(
-            sql.Literal(f"{_index_memory_mb(config.dim, max(result.chunks, config.events, result.keys))}MB")))
+        conn.execute(sql.SQL("set maintenance_work_mem = {}").format(sql.Literal(f"{_index_memory_mb()}MB")))
         progress("index", 0, 2)
         started = time.perf_counter()
         # Keys and unique constraints, the secondary indexes, then the foreign keys (validated here).
@@ -362,10 +358,10 @@ def questions(conn: psycopg.Connection, config: SynthConfig, n: int
     return out
 
 
-_SAG_RELATIONS = """
-select c.oid::regclass::text from pg_class c
- where c.relnamespace = 'sag'::regnamespace and c.relkind in ('r', 'i')
- order by pg_relation_size(c.oid) desc"""
+_PREWARM = """
+select coalesce(sum(pg_prewarm(c.oid, 'read')), 0) * current_setting('block_size')::bigint
+  from pg_class c
+ where c.relnamespace = 'sag'::regnamespace and c.relkind in ('r', 'i')"""
 
 
 def prewarm(conn: psycopg.Connection) -> int | None:
@@ -379,11 +375,8 @@ def prewarm(conn: psycopg.Connection) -> int | None:
         if not conn.autocommit:
             conn.rollback()
         return None
-    blocks = 0
-    for (relation,) in conn.execute(_SAG_RELATIONS).fetchall():
-        blocks += int(conn.execute("select pg_prewarm(%s::regclass, 'read')", [relation]).fetchone()[0])  # type: ignore[index]
-    size = conn.execute("select current_setting('block_size')::int").fetchone()[0]  # type: ignore[index]
-    return blocks * int(size)
+    row = conn.execute(_PREWARM).fetchone()
+    return int(row[0]) if row else 0
 
 
 def measure(dsn: str, config: SynthConfig, result: ScaleResult, *, queries: int = 50, warmup: int = 10,

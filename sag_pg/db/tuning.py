@@ -17,13 +17,14 @@ import os
 import psycopg
 from psycopg import sql
 
-__all__ = ["apply", "desired_settings"]
+__all__ = ["apply", "desired_settings", "ram_bytes"]
 
 _MB = 1 << 20
 _GB = 1 << 30
 
 
-def _ram_bytes() -> int:
+def ram_bytes() -> int:
+    """This machine's physical memory in bytes (8 GB where it cannot be read)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # not POSIX: assume a small machine
@@ -43,7 +44,7 @@ def desired_settings(ram: int | None = None) -> dict[str, str]:
     * maintenance_work_mem: RAM / 16, between 64 MB and 2 GB: HNSW and GIN builds.
     * max_wal_size 4 GB: a bulk ingest otherwise checkpoints (and writes full pages again) every few seconds.
     """
-    ram = _ram_bytes() if ram is None else ram
+    ram = ram_bytes() if ram is None else ram
     return {
         "shared_buffers": f"{_clamp(ram / 8, 128 * _MB, 4 * _GB) // _MB}MB",
         "effective_cache_size": f"{_clamp(ram / 2, 512 * _MB, 64 * _GB) // _MB}MB",
