@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from sag_pg.extract.rules import _FUNCTION_WORDS, _ROMAN_RE
+from sag_pg.extract.english_names import _FUNCTION_WORDS, _ROMAN_RE
 from sag_pg.text.tokenize import contains_han, load_jieba_posseg
 
 __all__ = ["query_names"]
