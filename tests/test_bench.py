@@ -327,7 +327,21 @@ def test_binary_rows_layout() -> None:
     assert raw == expected
 
 
-def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_binary_rows_halfvec_round_trip(db_conn: psycopg.Connection) -> None:
+    # The server reads what we write: pgvector's halfvec_recv, then the text form back.
+    values = np.array([[0.5, -2.0, 0.000123], [1.0, 0.0, 65504.0]], dtype=np.float32)
+    db_conn.execute("create temporary table hv (id int8, e halfvec(3))")
+    with db_conn.cursor() as cur, cur.copy("copy hv (id, e) from stdin (format binary)") as copy:
+        copy.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+                   + binary_rows([("int8", [1, 2]), ("halfvec", values)]) + struct.pack(">h", -1))
+    rows = db_conn.execute("select id, e::real[] from hv order by id").fetchall()
+    assert [r[0] for r in rows] == [1, 2]
+    np.testing.assert_array_equal(np.array([r[1] for r in rows], dtype=np.float32),
+                                  values.astype(np.float16).astype(np.float32))
+
+
+def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str, monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
     from sag_pg.bench import scale
     from sag_pg.bench.scale import _CONSTRAINTS, _SECONDARY_INDEXES, load, measure
 
@@ -340,8 +354,11 @@ def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str, monkeypat
         before = schema(conn)
     assert len(before[0]) >= 8 and sum(1 for c in before[1] if c[4] == "f") >= 10
     config = SynthConfig(events=1200, dim=8, batch_chunks=40)
-    result = load(db_dsn, config, lambda *a: None, workers=2)
+    result = load(db_dsn, config, lambda *a: None, workers=2, spool_dir=tmp_path)
     assert any("maintenance_work_mem" in n for n in result.notices), result.notices
+    # The corpus went through a spool of COPY files, removed once loaded.
+    assert result.spool_bytes > 1200 * 8 * 2 and result.generate_seconds > 0
+    assert list(tmp_path.iterdir()) == []
     with psycopg.connect(db_dsn) as conn:
         assert violations(conn) == {}
         assert schema(conn) == before  # every index and constraint is back
@@ -367,7 +384,7 @@ def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str, monkeypat
 
 
 def test_scale_payloads_are_reproducible() -> None:
-    from sag_pg.bench.scale import _batch_payloads
+    from sag_pg.bench.spool import _batch_payloads
 
     config = SynthConfig(events=300, dim=4, batch_chunks=30)
     digest = [hashlib.sha256(b"".join(_batch_payloads(config, s).values())).hexdigest() for s in structures(config)]

@@ -102,9 +102,60 @@ def test_embedder_is_bound_once_and_mismatch_is_an_error(db_dsn: str) -> None:
         typed = conn.execute(
             "select format_type(atttypid, atttypmod) from pg_attribute "
             "where attrelid = 'sag.chunks'::regclass and attname = 'embedding'").fetchone()
-        assert typed == ("vector(8)",)
+        assert typed == ("halfvec(8)",)
         hnsw = conn.execute("select count(*) from pg_indexes where schemaname = 'sag' and indexdef like '%hnsw%'").fetchone()
         assert hnsw == (3,)
+
+
+_EMBEDDING_COLUMNS = """
+select c.relname::text, format_type(a.atttypid, a.atttypmod), a.attstorage::text
+  from pg_attribute a join pg_class c on c.oid = a.attrelid
+ where c.relnamespace = 'sag'::regnamespace and c.relname in ('chunks', 'events', 'keys') and a.attname = 'embedding'
+ order by 1"""
+_HNSW = "select indexname::text, indexdef from pg_indexes where schemaname = 'sag' and indexdef like '%hnsw%' order by 1"
+
+
+def test_0004_turns_a_bound_database_to_halfvec_and_back(empty_db_dsn: str) -> None:
+    # A database bound and filled under revision 0003: vector(8) columns, PLAIN, vector_cosine_ops indexes.
+    from alembic import command
+    command.upgrade(migrate.alembic_config(empty_db_dsn), "0003")
+    value = [0.1, -0.2, 0.3, 0.0004, 0.5, -0.6, 0.7, 0.8]
+    with psycopg.connect(empty_db_dsn) as conn:
+        for table in ("chunks", "events", "keys"):
+            conn.execute(f"alter table sag.{table} alter column embedding type vector(8)")
+            conn.execute(f"alter table sag.{table} alter column embedding set storage plain")
+            conn.execute(f"create index {table}_embedding_hnsw on sag.{table} using hnsw (embedding vector_cosine_ops)")
+        conn.execute("""insert into sag.settings (name, value)
+                        values ('embedder', '{"name": "hash-v1:8", "dimension": 8}')""")
+        conn.execute("insert into sag.sources (id, name) overriding system value values (1, 's')")
+        conn.execute("""insert into sag.keys (source_id, type, name, normalized, value_string, embedding)
+                        values (1, 'topic', 'Kept', 'kept', 'Kept', %s::vector)""", [str(value)])
+        conn.commit()
+
+    migrate.upgrade(empty_db_dsn)
+    with psycopg.connect(empty_db_dsn) as conn:
+        assert conn.execute(_EMBEDDING_COLUMNS).fetchall() == [
+            ("chunks", "halfvec(8)", "p"), ("events", "halfvec(8)", "p"), ("keys", "halfvec(8)", "p")]
+        indexes = conn.execute(_HNSW).fetchall()
+        assert [name for name, _ in indexes] == ["chunks_embedding_hnsw", "events_embedding_hnsw", "keys_embedding_hnsw"]
+        assert all("halfvec_cosine_ops" in definition for _, definition in indexes), indexes
+        row = conn.execute("select embedding::real[] from sag.keys where name = 'Kept'").fetchone()
+        assert row is not None
+        assert row[0] == pytest.approx(value, rel=1e-3)
+        assert migrate.schema_status(conn).state is migrate.SchemaState.CURRENT
+        # The index serves a query passed as a plain vector (cast implicitly).
+        conn.execute("set enable_seqscan = off")
+        plan = conn.execute("explain select id from sag.keys order by embedding <=> %s::vector limit 1",
+                            [str(value)]).fetchall()
+        assert any("keys_embedding_hnsw" in line for (line,) in plan), plan
+
+    command.downgrade(migrate.alembic_config(empty_db_dsn), "0003")
+    with psycopg.connect(empty_db_dsn) as conn:
+        assert conn.execute(_EMBEDDING_COLUMNS).fetchall() == [
+            ("chunks", "vector(8)", "p"), ("events", "vector(8)", "p"), ("keys", "vector(8)", "p")]
+        assert conn.execute(_HNSW).fetchall() == []
+        row = conn.execute("select embedding::real[] from sag.keys where name = 'Kept'").fetchone()
+        assert row is not None and row[0] == pytest.approx(value, rel=1e-3)
 
 
 def test_upgrades_from_threads_of_one_process_are_serialised(empty_db_dsn: str) -> None:

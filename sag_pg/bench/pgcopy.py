@@ -15,6 +15,7 @@ HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 TRAILER = struct.pack(">h", -1)
 
 _SCALARS = {"int8": ">i8", "int4": ">i4", "float8": ">f8"}
+_VECTORS = {"vector": ">f4", "halfvec": ">f2"}
 _NULL = struct.pack(">i", -1)
 _LEN = struct.Struct(">i")
 
@@ -22,8 +23,8 @@ _LEN = struct.Struct(">i")
 def binary_rows(fixed: Sequence[tuple[str, npt.ArrayLike]], texts: Sequence[Sequence[str | None]] = ()) -> bytes:
     """The tuples of a binary COPY (without HEADER / TRAILER): ``fixed`` columns first, then ``texts``.
 
-    ``fixed``: (kind, values) with kind ``int8``, ``int4``, ``float8`` or ``vector`` (a 2-D float array, one
-    row per tuple; pgvector's binary format: int16 dim, int16 0, dim big-endian float4).  No NULLs there;
+    ``fixed``: (kind, values) with kind ``int8``, ``int4``, ``float8``, ``vector`` or ``halfvec`` (a 2-D float
+    array, one row per tuple; pgvector's binary format: int16 dim, int16 0, dim big-endian float4 or float16).  No NULLs there;
     a text may be None (NULL).  Column order must match the COPY column list.
     """
     arrays = [(kind, np.asarray(values)) for kind, values in fixed]
@@ -33,16 +34,16 @@ def binary_rows(fixed: Sequence[tuple[str, npt.ArrayLike]], texts: Sequence[Sequ
         if len(values) != n:
             raise ValueError(f"column {i} has {len(values)} rows, expected {n}")
         fields.append((f"l{i}", ">i4"))
-        if kind == "vector":
-            fields += [(f"d{i}", ">i2"), (f"u{i}", ">i2"), (f"v{i}", ">f4", (values.shape[1],))]
+        if kind in _VECTORS:
+            fields += [(f"d{i}", ">i2"), (f"u{i}", ">i2"), (f"v{i}", _VECTORS[kind], (values.shape[1],))]
         else:
             fields.append((f"v{i}", _SCALARS[kind]))
     block = np.zeros(n, dtype=np.dtype(fields))  # type: ignore[call-overload]
     block["nf"] = len(arrays) + len(texts)
     for i, (kind, values) in enumerate(arrays):
-        if kind == "vector":
+        if kind in _VECTORS:
             dim = values.shape[1]
-            block[f"l{i}"] = 4 + 4 * dim
+            block[f"l{i}"] = 4 + np.dtype(_VECTORS[kind]).itemsize * dim
             block[f"d{i}"] = dim
             block[f"v{i}"] = values
         else:

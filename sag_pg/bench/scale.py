@@ -1,9 +1,10 @@
 """The scale benchmark: a synthetic corpus (:mod:`.synth`) bulk-loaded with binary COPY into a fresh
 database, the HNSW indexes built after the load, then fast-search latency against a plain pgvector probe.
 
-Per size: the bulk-load rate (events/s over pass 1, keys, documents, chunks, events and links, one
-transaction per batch on ``workers`` connections, with the HNSW and secondary indexes, keys and foreign keys
-dropped, as pg_restore loads; adding them back (foreign keys validated), the HNSW build and ANALYZE are
+Per size: the corpus is first written out as binary COPY files (:mod:`.spool`, timed apart as
+``generate_seconds``); then the bulk-load rate (events/s over the COPY of keys, documents, chunks, events and
+links, one transaction per batch on ``workers`` connections, with the HNSW and secondary indexes, keys and
+foreign keys dropped, as pg_restore loads; adding them back (foreign keys validated), the HNSW build and ANALYZE are
 timed apart, as is the whole), the database size, then, after reading every relation once
 (:func:`prewarm`), p50/p95 of :func:`sag_pg.search.retrieve` (the fast search: every SQL stage, PageRank
 and the hit details) over
@@ -18,11 +19,13 @@ filler words (stop words included) as tokens.
 from __future__ import annotations
 
 import resource
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from queue import Queue
 from typing import Any, TypeVar
 
@@ -38,31 +41,17 @@ from ..db.connection import resolve_dsn
 from ..search.retrieve import retrieve
 from .database import bench_database_name, temporary_database
 from .metrics import percentile
-from .pgcopy import HEADER, TRAILER, binary_rows
-from .synth import Structure, SynthConfig, key_counts, key_rows, make_batch, structures
+from .spool import SOURCE_ID, Spool, SpoolPart, copy_part, write_spool
+from .synth import SynthConfig
 
 __all__ = ["TARGETS", "ScaleResult", "load", "measure", "run_scale"]
 
-SOURCE_ID = 1
 # The issue's targets: fast-search p50 at 1 M events, its ratio to the HNSW probe, the bulk-load rate.
 TARGETS = {"p50_ms_at_1m": 50.0, "ratio": 10.0, "events_per_s": 20_000.0}
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 T = TypeVar("T")
 
-_COLUMNS = {
-    "documents": ("id", "source_id", "uri", "title", "content", "content_hash"),
-    "chunks": ("id", "document_id", "source_id", "ordinal", "start_line", "end_line", "token_count", "embedding",
-               "title", "content", "tokens"),
-    "events": ("id", "chunk_id", "document_id", "source_id", "ordinal", "embedding", "title", "content"),
-    "event_keys": ("event_id", "key_id", "count"),
-    "chunk_keys": ("chunk_id", "key_id", "count"),
-    "keys": ("id", "source_id", "event_count", "embedding", "type", "name", "normalized", "value_string"),
-    "time_keys": ("id", "source_id", "event_count", "value_number", "type", "name", "normalized"),
-}
-_BATCH_TABLES = ("documents", "chunks", "events", "event_keys", "chunk_keys")
-_KEY_TABLES = ("keys", "time_keys")
-_KEY_BATCH = 20000
 _LOADED = "('documents', 'chunks', 'events', 'keys', 'event_keys', 'chunk_keys')"
 # Secondary indexes (neither a constraint's nor HNSW) of the loaded tables: dropped for the load and
 # rebuilt after it from their own definitions, as pg_restore does; sorted builds beat row-by-row upkeep
@@ -107,6 +96,8 @@ class ScaleResult:
     keys: int = 0
     event_keys: int = 0
     chunk_keys: int = 0
+    generate_seconds: float = 0.0  # the synthetic corpus written to the spool, before the timed load
+    spool_bytes: int = 0
     load_seconds: float = 0.0
     index_seconds: float = 0.0   # constraints and secondary (btree, GIN) indexes, after the load
     hnsw_seconds: float = 0.0
@@ -150,69 +141,6 @@ class ScaleResult:
 # ------------------------------------------------------------------------------------------------ load
 
 
-def _batch_payloads(config: SynthConfig, s: Structure) -> dict[str, bytes]:
-    batch = make_batch(config, s)
-    n_chunks = len(s.chunk_ids)
-    source = np.full(n_chunks, SOURCE_ID, dtype=np.int64)
-    ids = s.chunk_ids.tolist()
-    # chunk_keys: the links summed per (chunk, key), as sag.store_document does.
-    universe = config.key_universe + 1
-    combos, inverse = np.unique(s.event_chunk[s.link_event - s.event_ids[0]] * universe + s.link_key,
-                                return_inverse=True)
-    return {
-        "documents": binary_rows(
-            [("int8", s.chunk_ids), ("int8", source)],
-            [[f"synthetic://doc/{i}" for i in ids], [f"Document {i}" for i in ids], batch.chunk_contents,
-             [f"{i:x}" for i in ids]]),
-        "chunks": binary_rows(
-            [("int8", s.chunk_ids), ("int8", s.chunk_ids), ("int8", source), ("int4", np.zeros(n_chunks)),
-             ("int4", np.ones(n_chunks)), ("int4", np.ones(n_chunks)), ("int4", batch.chunk_token_counts),
-             ("vector", batch.chunk_embeddings)],
-            [[""] * n_chunks, batch.chunk_contents, batch.chunk_tokens]),
-        "events": binary_rows(
-            [("int8", s.event_ids), ("int8", s.event_chunk), ("int8", s.event_chunk),
-             ("int8", np.full(len(s.event_ids), SOURCE_ID)), ("int4", s.event_ordinal),
-             ("vector", batch.event_embeddings)],
-            [batch.event_titles, batch.event_contents]),
-        "event_keys": binary_rows([("int8", s.link_event), ("int8", s.link_key), ("int4", s.link_count)]),
-        "chunk_keys": binary_rows([("int8", combos // universe), ("int8", combos % universe),
-                                   ("int4", np.bincount(inverse, weights=s.link_count))]),
-    }
-
-
-def _key_payloads(config: SynthConfig, ids: npt.NDArray[np.int64], counts: npt.NDArray[np.int64],
-                  start: int) -> dict[str, bytes]:
-    strings, times = key_rows(config, ids, counts, start)
-    return {
-        "keys": binary_rows(
-            [("int8", strings.ids), ("int8", np.full(len(strings.ids), SOURCE_ID)),
-             ("int4", strings.event_counts), ("vector", strings.embeddings)],
-            [strings.types, strings.names, [n.lower() for n in strings.names], strings.names]),
-        "time_keys": binary_rows(
-            [("int8", times.ids), ("int8", np.full(len(times.ids), SOURCE_ID)), ("int4", times.event_counts),
-             ("float8", times.ids.astype(np.float64))],
-            [times.types, times.names, times.names]),
-    }
-
-
-def _copy(conn: psycopg.Connection, table: str, payload: bytes) -> None:
-    target = "keys" if table == "time_keys" else table
-    statement = sql.SQL("copy {} ({}) from stdin (format binary)").format(
-        sql.Identifier("sag", target), sql.SQL(", ").join(map(sql.Identifier, _COLUMNS[table])))
-    with conn.cursor() as cur, cur.copy(statement) as copy:
-        copy.write(HEADER + payload + TRAILER)
-
-
-def _copy_all(connections: Queue[psycopg.Connection], payloads: dict[str, bytes], order: tuple[str, ...]) -> None:
-    conn = connections.get()
-    try:
-        for table in order:
-            _copy(conn, table, payloads[table])
-        conn.commit()
-    finally:
-        connections.put(conn)
-
-
 def _parallel(items: Iterator[T], work: Callable[[T], None], workers: int) -> Iterator[T]:
     """work(item) on ``workers`` threads, at most 2 * workers in flight; yields the items as they finish."""
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -235,61 +163,73 @@ def _index_memory_mb() -> int:
     return int(0.4 * tuning.ram_bytes() / 2**20)
 
 
-def _load_rows(dsn: str, config: SynthConfig, result: ScaleResult, progress: Progress, workers: int) -> None:
-    """Keys first, then the batches (documents, chunks, events, links), one transaction a batch on
-    ``workers`` connections side by side, while this thread builds the next payloads (at most
-    ``2 * workers`` batches in memory).  Building in a separate process was tried: pickling the payloads
-    across cost more than it saved (17.8k against 21-22k events/s at 100 k events)."""
+def _load_rows(dsn: str, spool: Spool, result: ScaleResult, progress: Progress, workers: int) -> None:
+    """The keys' files, then the batches' (documents, chunks, events, links), one transaction a part on
+    ``workers`` connections side by side."""
     connections: Queue[psycopg.Connection] = Queue()
+
+    def copy(part: SpoolPart) -> None:
+        conn = connections.get()
+        try:
+            copy_part(conn, part)
+            conn.commit()
+        finally:
+            connections.put(conn)
+
     try:
         for _ in range(workers):
             conn = psycopg.connect(dsn)
             conn.execute("set synchronous_commit = off")
             conn.commit()
             connections.put(conn)
-        ids, counts = key_counts(config)
-        result.keys = len(ids)
-        keys = (_key_payloads(config, ids[start:start + _KEY_BATCH], counts[start:start + _KEY_BATCH], start)
-                for start in range(0, len(ids), _KEY_BATCH))
-        for _ in _parallel(keys, lambda payloads: _copy_all(connections, payloads, _KEY_TABLES), workers):
+        for _ in _parallel(iter(spool.key_parts), copy, workers):
             pass
-        batches = ((s, _batch_payloads(config, s)) for s in structures(config))
         loaded = 0
-        for s, _ in _parallel(batches, lambda b: _copy_all(connections, b[1], _BATCH_TABLES), workers):
-            loaded += len(s.event_ids)
-            result.chunks += len(s.chunk_ids)
-            result.event_keys += len(s.link_event)
-            progress("load", loaded, config.events)
+        for part in _parallel(iter(spool.batches), copy, workers):
+            loaded += part.events
+            progress("load", loaded, result.events)
     finally:
         while not connections.empty():
             connections.get().close()
 
 
-def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2) -> ScaleResult:
-    """Bind the embedder; drop indexes and constraints; COPY the corpus; add them back; HNSW; ANALYZE.
+def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
+         spool_dir: Path | None = None) -> ScaleResult:
+    """Generate the corpus into a spool (timed apart); bind the embedder; drop indexes and constraints; COPY
+    the spool; add them back; HNSW; ANALYZE.
 
+    The spool is a temporary directory in ``spool_dir`` (default: the system's), removed once loaded.
     Batches are independent once the keys are in (a batch holds whole documents with their chunks, events
     and links), so ``workers`` connections load them side by side, one transaction per batch.
     """
     result = ScaleResult(events=config.events, dim=config.dim)
-    with psycopg.connect(dsn) as conn:
-        conn.execute("select sag.bind_embedder(%s, %s)", [f"hash-v1:{config.dim}", config.dim])
-        conn.execute("select sag.drop_vector_indexes()")
-        secondary = conn.execute(_SECONDARY_INDEXES).fetchall()
-        for name, _ in secondary:
-            conn.execute(sql.SQL("drop index {}").format(sql.Identifier("sag", name)))
-        constraints = conn.execute(_CONSTRAINTS).fetchall()  # foreign keys first
-        for schema, table, name, _, _ in constraints:
-            conn.execute(sql.SQL("alter table {} drop constraint {}").format(
-                sql.Identifier(schema, table), sql.Identifier(name)))
-        # As pg_restore --disable-triggers: the BM25 statistics are counted once after the load instead.
-        conn.execute("alter table sag.chunks disable trigger chunks_queue_term_stats_insert")
-        conn.execute("insert into sag.sources (id, name) overriding system value values (%s, 'default')",
-                     [SOURCE_ID])
-        conn.commit()
+    with tempfile.TemporaryDirectory(prefix="sag-bench-spool-", dir=spool_dir) as directory:
+        started = time.perf_counter()
+        spool = write_spool(config, Path(directory), lambda done, total: progress("generate", done, total))
+        result.generate_seconds = time.perf_counter() - started
+        result.spool_bytes = spool.bytes
+        result.keys = spool.keys
+        result.chunks = sum(part.chunks for part in spool.batches)
+        result.event_keys = sum(part.links for part in spool.batches)
 
-    started = time.perf_counter()
-    _load_rows(dsn, config, result, progress, workers)
+        with psycopg.connect(dsn) as conn:
+            conn.execute("select sag.bind_embedder(%s, %s)", [f"hash-v1:{config.dim}", config.dim])
+            conn.execute("select sag.drop_vector_indexes()")
+            secondary = conn.execute(_SECONDARY_INDEXES).fetchall()
+            for name, _ in secondary:
+                conn.execute(sql.SQL("drop index {}").format(sql.Identifier("sag", name)))
+            constraints = conn.execute(_CONSTRAINTS).fetchall()  # foreign keys first
+            for schema, table, name, _, _ in constraints:
+                conn.execute(sql.SQL("alter table {} drop constraint {}").format(
+                    sql.Identifier(schema, table), sql.Identifier(name)))
+            # As pg_restore --disable-triggers: the BM25 statistics are counted once after the load instead.
+            conn.execute("alter table sag.chunks disable trigger chunks_queue_term_stats_insert")
+            conn.execute("insert into sag.sources (id, name) overriding system value values (%s, 'default')",
+                         [SOURCE_ID])
+            conn.commit()
+
+        started = time.perf_counter()
+        _load_rows(dsn, spool, result, progress, workers)
     with psycopg.connect(dsn) as conn:
         for table in ("sources", "documents", "chunks", "events", "keys"):  # later inserts continue after ours
             conn.execute(sql.SQL("select setval(pg_get_serial_sequence({}, 'id'), (select max(id) from {}))")
@@ -422,12 +362,12 @@ def peak_rss_mb() -> float:
 
 
 def run_scale(settings: Settings, config: SynthConfig, *, queries: int = 50, keep: bool = False, workers: int = 2,
-              progress: Progress = lambda stage, done, total: None) -> ScaleResult:
+              spool_dir: Path | None = None, progress: Progress = lambda stage, done, total: None) -> ScaleResult:
     """Load ``config`` into ``sag_bench_scale_<events>_<pid>`` on the configured server and measure it."""
     name = f"scale_{config.events}"
     with temporary_database(resolve_dsn(settings), name, keep=keep) as dsn:
         migrate.upgrade(dsn)
-        result = load(dsn, config, progress, workers=workers)
+        result = load(dsn, config, progress, workers=workers, spool_dir=spool_dir)
         measure(dsn, config, result, queries=queries, progress=progress)
     result.peak_rss_mb = peak_rss_mb()
     result.database = bench_database_name(name) if keep else None

@@ -70,8 +70,8 @@ class SynthConfig:
     def __post_init__(self) -> None:
         if self.events < 1:
             raise ValueError(f"events must be >= 1, got {self.events}")
-        if not 1 <= self.dim <= 2000:
-            raise ValueError(f"dim must be in 1..2000 (HNSW), got {self.dim}")
+        if not 1 <= self.dim <= 4000:
+            raise ValueError(f"dim must be in 1..4000 (HNSW over halfvec), got {self.dim}")
 
     @property
     def key_universe(self) -> int:

@@ -23,19 +23,19 @@ begin
     end if;
     -- Two bulk loads may finish together: one builds, the other then finds the indexes there.
     perform pg_advisory_xact_lock(hashtext('sag.vector_indexes'));
-    -- pgvector's HNSW indexes plain vectors of up to 2,000 dimensions.
-    if dim > 2000 then
-        raise notice 'dimension % is above pgvector''s HNSW limit of 2000: vector search will scan', dim;
+    -- pgvector's HNSW indexes half-precision vectors of up to 4,000 dimensions.
+    if dim > 4000 then
+        raise notice 'dimension % is above pgvector''s HNSW limit of 4000 (halfvec): vector search will scan', dim;
         return 0;
     end if;
     for spec in select * from (values ('chunks'), ('events'), ('keys')) t(tbl) loop
         if to_regclass(format('sag.%s_embedding_hnsw', spec.tbl)) is null then
-            -- ~4 bytes a dimension and 1 KiB of neighbour lists and bookkeeping an element (m = 16), + 20 %.
+            -- 2 bytes a dimension and 1 KiB of neighbour lists and bookkeeping an element (m = 16), + 20 %.
             execute format('select count(*) from sag.%I where embedding is not null', spec.tbl) into rows_;
             perform set_config('maintenance_work_mem',
-                               least(allowed_kb, greatest(65536, (rows_ * (4 * dim + 1024) * 1.2 / 1024)::bigint))
+                               least(allowed_kb, greatest(65536, (rows_ * (2 * dim + 1024) * 1.2 / 1024)::bigint))
                                || 'kB', true);
-            execute format('create index %I on sag.%I using hnsw (embedding vector_cosine_ops)',
+            execute format('create index %I on sag.%I using hnsw (embedding halfvec_cosine_ops)',
                            spec.tbl || '_embedding_hnsw', spec.tbl);
             made := made + 1;
         end if;
@@ -45,7 +45,7 @@ begin
 end;
 $$;
 comment on function sag.create_vector_indexes(integer) is
-    'Creates the missing HNSW cosine indexes on chunks, events and keys (after sag.drop_vector_indexes or a '
+    'Creates the missing HNSW cosine indexes (halfvec_cosine_ops) on chunks, events and keys (after sag.drop_vector_indexes or a '
     'bulk load); returns how many it built.';
 
 create or replace function sag.drop_vector_indexes()
@@ -60,15 +60,15 @@ comment on function sag.drop_vector_indexes() is
     'Drops the HNSW indexes so a bulk load does not pay for one graph insertion per row; rebuild them with '
     'sag.create_vector_indexes() (sag-pg does both around large ingests).';
 
--- Embeddings in the row: PLAIN (uncompressed) while a vector fits a page comfortably, MAIN above.  The
--- reasons are in sql/incremental/003-bm25-stats.sql.
+-- Embeddings in the row: PLAIN (uncompressed) while a vector fits a page comfortably (6 KB: 3,000
+-- half-precision dimensions), MAIN above.  The reasons are in sql/incremental/003-bm25-stats.sql.
 create or replace function sag.set_vector_storage(dimension integer)
 returns text
 language plpgsql
 set search_path = sag, public, pg_catalog
 as $$
 declare
-    mode text := case when dimension <= 1500 then 'plain' else 'main' end;
+    mode text := case when dimension <= 3000 then 'plain' else 'main' end;
 begin
     execute format('alter table sag.chunks alter column embedding set storage %s', mode);
     execute format('alter table sag.events alter column embedding set storage %s', mode);
@@ -77,7 +77,7 @@ begin
 end;
 $$;
 comment on function sag.set_vector_storage(integer) is
-    'Sets the storage of the three embedding columns for vectors of this dimension: plain up to 1,500, main above.';
+    'Sets the storage of the three embedding columns for vectors of this dimension: plain up to 3,000, main above.';
 
 create or replace function sag.bound_embedder()
 returns jsonb
@@ -104,9 +104,9 @@ begin
     perform pg_advisory_xact_lock(hashtext('sag.bind_embedder'));
     select value into bound from sag.settings where name = 'embedder';
     if bound is null then
-        execute format('alter table sag.chunks alter column embedding type vector(%s)', dimension);
-        execute format('alter table sag.events alter column embedding type vector(%s)', dimension);
-        execute format('alter table sag.keys alter column embedding type vector(%s)', dimension);
+        execute format('alter table sag.chunks alter column embedding type halfvec(%s)', dimension);
+        execute format('alter table sag.events alter column embedding type halfvec(%s)', dimension);
+        execute format('alter table sag.keys alter column embedding type halfvec(%s)', dimension);
         -- ALTER TYPE resets the storage to the type's EXTENDED: keep vectors inline (see 003-bm25-stats.sql).
         perform sag.set_vector_storage(dimension);
         perform sag.create_vector_indexes(dimension);
@@ -126,7 +126,7 @@ begin
 end;
 $$;
 comment on function sag.bind_embedder(text, integer) is
-    'Records which embedder (name, dimension) this database serves, typing the embedding columns and building '
+    'Records which embedder (name, dimension) this database serves, typing the embedding columns halfvec(dimension) and building '
     'their HNSW indexes on first call; afterwards raises 22023 if called with another embedder.';
 
 comment on function sag.bound_embedder() is
