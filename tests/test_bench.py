@@ -13,6 +13,7 @@ import numpy as np
 import psycopg
 import pytest
 from click.testing import CliRunner
+from pgvector.psycopg import register_vector
 
 from sag_pg.bench import load_dataset, mean_recall, percentile, recall_at_k
 from sag_pg.bench.database import bench_database_name
@@ -371,6 +372,13 @@ def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str, monkeypat
         new = conn.execute("insert into sag.sources (name) values ('next') returning id").fetchone()
         assert new == (2,)
         conn.rollback()
+    # The probe's questions are others, drawn the same way (unit vectors about loaded events).
+    with psycopg.connect(db_dsn) as conn:
+        register_vector(conn)
+        searched = scale.questions(conn, config, 6)
+        probed = scale.questions(conn, config, 6, stream=10)
+    assert all(np.linalg.norm(v) == pytest.approx(1, abs=1e-5) and tokens for v, tokens in searched + probed)
+    assert not any(np.allclose(a, b) for (a, _), (b, _) in zip(searched, probed))
     measure(db_dsn, config, result, queries=5, warmup=1, progress=lambda *a: None)
     assert result.queries == 5 and 0 < result.search_p50_ms <= result.search_p95_ms
     assert 0 < result.hnsw_p50_ms and {"match_keys", "rank_chunks"} <= set(result.stage_p50_ms)

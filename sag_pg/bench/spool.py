@@ -23,7 +23,7 @@ from psycopg import sql
 from .pgcopy import HEADER, TRAILER, binary_rows
 from .synth import Structure, SynthConfig, key_counts, key_rows, make_batch, structures
 
-__all__ = ["BATCH_TABLES", "COLUMNS", "KEY_TABLES", "SOURCE_ID", "Spool", "SpoolPart", "copy_part", "write_spool"]
+__all__ = ["COLUMNS", "SOURCE_ID", "Spool", "SpoolPart", "copy_part", "write_spool"]
 
 SOURCE_ID = 1
 COLUMNS = {
@@ -36,15 +36,14 @@ COLUMNS = {
     "keys": ("id", "source_id", "event_count", "embedding", "type", "name", "normalized", "value_string"),
     "time_keys": ("id", "source_id", "event_count", "value_number", "type", "name", "normalized"),
 }
-BATCH_TABLES = ("documents", "chunks", "events", "event_keys", "chunk_keys")
-KEY_TABLES = ("keys", "time_keys")  # both go to sag.keys (string keys with embeddings, time keys with numbers)
 _KEY_BATCH = 20000
 _BLOCK = 1 << 20  # bytes read from a file and written to COPY at a time
 
 
 @dataclass
 class SpoolPart:
-    """One transaction of the load: a COPY file per table (in load order), and what it holds."""
+    """One transaction of the load: a COPY file per table (in load order; "time_keys" go to sag.keys too),
+    and what it holds."""
 
     files: dict[str, Path]
     events: int = 0
