@@ -22,6 +22,8 @@ from sag_pg.bench.synth import SynthConfig, key_counts, structures
 from sag_pg.errors import InputError
 from sag_pg.text.tokenize import search_tokens
 from tests.integrity import violations
+from tests.openai_server import FakeOpenAIServer
+from tests.test_ingest_llm import extraction_responder
 from tests.sql.graph_builder import GraphBuilder
 
 # ------------------------------------------------------------------------------------------- Recall@k
@@ -286,6 +288,23 @@ def test_bench_cli_keep_leaves_the_database(cli, tiny_set: Path, db_dsn: str, tm
     finally:
         from sag_pg.bench.database import drop_database
         drop_database(db_dsn, name)
+
+
+def test_bench_cli_extractor_chooses_rules_or_the_llm(cli, tiny_set: Path, db_dsn: str, tmp_path: Path,
+                                                     openai_server: FakeOpenAIServer) -> None:
+    openai_server.responder = extraction_responder
+    env = {"SAG_HOME": str(tmp_path / "unused-home"), "SAG_EMBEDDER": "hash", "SAG_LLM": "openai:test-model",
+           "SAG_LLM_BASE_URL": openai_server.base_url, "SAG_LLM_API_KEY": "test"}
+    args = ["--dsn", db_dsn, "bench", str(tiny_set), "--methods", "bm25", "--limit", "1", "--json"]
+    rules = CliRunner().invoke(cli, [*args, "--extractor", "rules"], env=env)
+    assert rules.exit_code == 0, rules.output
+    assert not any(p.startswith("You extract events") for p in openai_server.prompts())
+    llm = CliRunner().invoke(cli, [*args, "--extractor", "openai:test-model"], env={**env, "SAG_LLM": ""})
+    assert llm.exit_code == 0, llm.output
+    assert json.loads(llm.stdout)["datasets"]["tiny-set"]["ingest"]["passages"] == 10
+    assert sum(p.startswith("You extract events") for p in openai_server.prompts()) >= 10
+    bad = CliRunner().invoke(cli, [*args, "--extractor", "gpt-4o"], env=env)
+    assert bad.exit_code == 2 and "--extractor" in bad.output and "gpt-4o" in bad.output
 
 
 def test_bench_cli_errors(cli, tiny_set: Path, db_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -71,6 +72,8 @@ def _progress(enabled: bool, label: str) -> Iterator[Callable[[str, int, int], N
 @click.option("--k", "ks", default="2,5,10", show_default=True, callback=_int_list,
               help="Recall@k cut-offs, comma-separated; every method returns max(k) chunks.")
 @click.option("--embedder", help="Embedder for the benchmark databases (default: the global --embedder).")
+@click.option("--extractor", help="rules (the offline rule extractor) or openai:MODEL (LLM extraction, as the "
+                                  "global --llm); default: the global --llm, else rules.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N questions of each dataset.")
 @click.option("--keep", is_flag=True, help="Keep the benchmark databases instead of dropping them.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
@@ -79,7 +82,8 @@ def _progress(enabled: bool, label: str) -> Iterator[Callable[[str, int, int], N
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.pass_context
 def bench(ctx: click.Context, dirs: tuple[Path, ...], methods: str, ks: list[int], embedder: str | None,
-          limit: int | None, keep: bool, as_json: bool, plot: Path | None, quiet: bool) -> None:
+          extractor: str | None, limit: int | None, keep: bool, as_json: bool, plot: Path | None,
+          quiet: bool) -> None:
     """Recall@k and latency of SAG against BM25, dense and hybrid retrieval on benchmark folders.
 
     Each DIR holds corpus.jsonl and queries.jsonl (gold: groups of passage ids). Each is ingested into a
@@ -94,6 +98,7 @@ def bench(ctx: click.Context, dirs: tuple[Path, ...], methods: str, ks: list[int
     from ..bench import load_dataset, run_dataset
     from ..bench.methods import parse_methods
     from ..bench.report import format_dataset, plot_recall, require_matplotlib, to_json
+    from ..llm import make_llm
 
     app = _app(ctx)
     chosen = parse_methods(methods)
@@ -103,6 +108,12 @@ def bench(ctx: click.Context, dirs: tuple[Path, ...], methods: str, ks: list[int
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from None
     settings = app.settings.with_(embedder=embedder)
+    if extractor is not None:
+        settings = replace(settings, llm=None if extractor.strip().lower() == "rules" else extractor)
+        try:
+            make_llm(settings)  # a malformed name fails here, before any ingest
+        except ConfigError as exc:
+            raise click.BadParameter(f"{exc} (or 'rules')", param_hint="--extractor") from None
     datasets = [load_dataset(d, limit=limit) for d in dirs]
     results = []
     for dataset in datasets:
