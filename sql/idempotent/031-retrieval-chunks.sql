@@ -56,6 +56,7 @@ create or replace function sag.bm25_chunks(
 returns table (chunk_id bigint, score float8)
 language plpgsql stable parallel safe
 set search_path = sag, public, pg_catalog
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     n float8;
@@ -169,6 +170,7 @@ create or replace function sag.dense_chunks(
 returns table (chunk_id bigint, similarity float8)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
+set plan_cache_mode = force_generic_plan
 as $$
 begin
     perform sag._require(query_embedding is not null, 'sag.dense_chunks: query_embedding must not be NULL');
@@ -194,6 +196,7 @@ create or replace function sag.hybrid_chunks(
 returns table (chunk_id bigint, score float8)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
+set plan_cache_mode = force_generic_plan
 as $$
 begin
     perform sag._require(rrf_k >= 0, format('sag.hybrid_chunks: rrf_k must be >= 0, got %s', rrf_k));
@@ -232,6 +235,7 @@ returns table (chunk_id bigint, similarity float8, text_score float8, s float8, 
                via_text boolean)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
+set plan_cache_mode = force_generic_plan
 as $$
 begin
     perform sag._require(query_embedding is not null, 'sag.query_chunks: query_embedding must not be NULL');
@@ -304,6 +308,7 @@ returns table (chunk_id bigint, similarity float8, text_score float8, s float8, 
                weight_init float8, via_keys boolean, via_vector boolean, via_text boolean)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
+set plan_cache_mode = force_generic_plan
 as $$
 begin
     perform sag._require(query_embedding is not null, 'sag.rank_chunks: query_embedding must not be NULL');
