@@ -11,6 +11,7 @@ by hand from a checkout, from ``SAG_DATABASE_URL``.  One advisory lock serialise
 from __future__ import annotations
 
 import os
+import sys
 
 import psycopg
 from sqlalchemy import create_engine
@@ -30,10 +31,24 @@ def _dsn() -> str:
     return str(dsn)
 
 
+def _report(diagnostic: psycopg.errors.Diagnostic) -> None:
+    # Migrations announce long steps with NOTICEs starting "sag-pg: "; other notices (e.g. "does not exist,
+    # skipping" from re-applied functions) are noise here.
+    message = diagnostic.message_primary or ""
+    if message.startswith("sag-pg: "):
+        print(message, file=sys.stderr, flush=True)
+
+
+def _connect(dsn: str) -> psycopg.Connection:
+    conn = psycopg.connect(dsn)
+    conn.add_notice_handler(_report)
+    return conn
+
+
 def run_migrations_online() -> None:
     dsn = _dsn()
     # psycopg parses every libpq DSN form (URIs with ?host=/socket/dir included); SQLAlchemy only wraps it.
-    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=NullPool)
+    engine = create_engine("postgresql+psycopg://", creator=lambda: _connect(dsn), poolclass=NullPool)
     with engine.connect() as connection:
         context.configure(
             connection=connection,

@@ -115,7 +115,8 @@ select c.relname::text, format_type(a.atttypid, a.atttypmod), a.attstorage::text
 _HNSW = "select indexname::text, indexdef from pg_indexes where schemaname = 'sag' and indexdef like '%hnsw%' order by 1"
 
 
-def test_0004_turns_a_bound_database_to_halfvec_and_back(empty_db_dsn: str) -> None:
+def test_0004_turns_a_bound_database_to_halfvec_and_back(empty_db_dsn: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
     # A database bound and filled under revision 0003: vector(8) columns, PLAIN, vector_cosine_ops indexes.
     from alembic import command
     command.upgrade(migrate.alembic_config(empty_db_dsn), "0003")
@@ -132,7 +133,11 @@ def test_0004_turns_a_bound_database_to_halfvec_and_back(empty_db_dsn: str) -> N
                         values (1, 'topic', 'Kept', 'kept', 'Kept', %s::vector)""", [str(value)])
         conn.commit()
 
+    capsys.readouterr()
     migrate.upgrade(empty_db_dsn)
+    # The long step is announced (sag-pg db upgrade shows it); no other server notice is.
+    err = capsys.readouterr().err
+    assert "sag-pg: storing about" in err and "halfvec(8)" in err and "skipping" not in err
     with psycopg.connect(empty_db_dsn) as conn:
         assert conn.execute(_EMBEDDING_COLUMNS).fetchall() == [
             ("chunks", "halfvec(8)", "p"), ("events", "halfvec(8)", "p"), ("keys", "halfvec(8)", "p")]

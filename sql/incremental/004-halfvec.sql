@@ -18,6 +18,13 @@ declare
     target text := case when dim > 0 then format('halfvec(%s)', dim) else 'halfvec' end;
     tbl text;
 begin
+    if dim > 0 then
+        -- Shown by `sag-pg db upgrade` (alembic/env.py prints notices that start with "sag-pg: "): on a big
+        -- database this migration runs as long as the HNSW builds did.
+        raise notice 'sag-pg: storing about % embeddings as halfvec(%) and rebuilding their HNSW indexes; this takes about as long as building them did',
+            (select coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint from pg_class c
+              where c.oid in ('sag.chunks'::regclass, 'sag.events'::regclass, 'sag.keys'::regclass)), dim;
+    end if;
     drop index if exists sag.chunks_embedding_hnsw, sag.events_embedding_hnsw, sag.keys_embedding_hnsw;
     foreach tbl in array array['chunks', 'events', 'keys'] loop
         execute format('alter table sag.%I alter column embedding type %s', tbl, target);
