@@ -87,7 +87,8 @@ def format_scale(results: Sequence[ScaleResult]) -> str:
     for r in results:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in r.stage_p50_ms.items())
         lines.append(f"{r.events:,} events (dim {r.dim}): corpus generated in {r.generate_seconds:.1f} s "
-                     f"({_mb(r.spool_bytes)} of COPY files, before the timed load); fast-search stage p50 ms: {stages}"
+                     f"({_mb(r.spool_bytes)} of COPY files, before the timed load); "
+                     f"fast-search stage p50 ms: {stages}"
                      + (f"; kept database {r.database}" if r.database else ""))
         lines += [f"  index build notice: {n}" for n in dict.fromkeys(r.notices)]
     lines.append(_targets(results))

@@ -4,11 +4,10 @@ database, the HNSW indexes built after the load, then fast-search latency agains
 Per size: the corpus is first written out as binary COPY files (:mod:`.spool`, timed apart as
 ``generate_seconds``); then the bulk-load rate (events/s over the COPY of keys, documents, chunks, events and
 links, one transaction per batch on ``workers`` connections, with the HNSW and secondary indexes, keys and
-foreign keys dropped, as pg_restore loads; adding them back (foreign keys validated), the HNSW build and ANALYZE are
-timed apart, as is the whole), the database size, then, after reading every relation once
+foreign keys dropped, as pg_restore loads; adding them back (foreign keys validated), the HNSW build and
+ANALYZE are timed apart, as is the whole), the database size, then, after reading every relation once
 (:func:`prewarm`), p50/p95 of :func:`sag_pg.search.retrieve` (the fast search: every SQL stage, PageRank
-and the hit details) over
-``queries`` questions, p50/p95 of ``select id from sag.events order by embedding <=> q limit 10`` for as many
+and the hit details) over ``queries`` questions, p50/p95 of ``select id from sag.events order by embedding <=> q limit 10`` for as many
 other question vectors, one probe after each search (the floor), the ratio of the p50s, and the Python
 process's peak RSS.
 
@@ -22,13 +21,12 @@ from __future__ import annotations
 import resource
 import tempfile
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from queue import Queue
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -51,7 +49,6 @@ __all__ = ["TARGETS", "ScaleResult", "load", "measure", "run_scale"]
 TARGETS = {"p50_ms_at_1m": 50.0, "ratio": 10.0, "events_per_s": 20_000.0}
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-T = TypeVar("T")
 
 _LOADED = "('documents', 'chunks', 'events', 'keys', 'event_keys', 'chunk_keys')"
 # Secondary indexes (neither a constraint's nor HNSW) of the loaded tables: dropped for the load and
@@ -142,22 +139,6 @@ class ScaleResult:
 # ------------------------------------------------------------------------------------------------ load
 
 
-def _parallel(items: Iterator[T], work: Callable[[T], None], workers: int) -> Iterator[T]:
-    """work(item) on ``workers`` threads, at most 2 * workers in flight; yields the items as they finish."""
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending: deque[tuple[T, Future[None]]] = deque()
-        for item in items:
-            pending.append((item, pool.submit(work, item)))
-            while len(pending) >= 2 * workers:
-                done, future = pending.popleft()
-                future.result()
-                yield done
-        while pending:
-            done, future = pending.popleft()
-            future.result()
-            yield done
-
-
 def _index_memory_mb() -> int:
     """maintenance_work_mem for the index builds after the load: 40 % of RAM.  It is a ceiling:
     sag.create_vector_indexes gives each HNSW graph only what it needs under it."""
@@ -183,12 +164,16 @@ def _load_rows(dsn: str, spool: Spool, result: ScaleResult, progress: Progress, 
             conn.execute("set synchronous_commit = off")
             conn.commit()
             connections.put(conn)
-        for _ in _parallel(iter(spool.key_parts), copy, workers):
-            pass
-        loaded = 0
-        for part in _parallel(iter(spool.batches), copy, workers):
-            loaded += part.events
-            progress("load", loaded, result.events)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            try:
+                list(pool.map(copy, spool.key_parts))  # every key before the links that point at them
+                loaded = 0
+                for part, _ in zip(spool.batches, pool.map(copy, spool.batches)):
+                    loaded += part.events
+                    progress("load", loaded, result.events)
+            except BaseException:
+                pool.shutdown(cancel_futures=True)  # a failed part stops the load: the rest is not sent
+                raise
     finally:
         while not connections.empty():
             connections.get().close()
