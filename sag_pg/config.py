@@ -34,6 +34,12 @@ class Settings:
     llm_timeout: float = 60.0
     llm_max_retries: int = 3
     llm_concurrency: int = 4
+    # Cap on the tokens of every LLM answer (``max_tokens``), so a rambling model stops; 0 sends none.
+    llm_max_tokens: int = 4096
+    # Text put before queries / passages (documents, events, keys) by the embedder; None: the model's
+    # known default (E5: "query: " / "passage: ", BGE: its retrieval instruction), "" for none.
+    embed_query_prefix: str | None = None
+    embed_passage_prefix: str | None = None
     prompts_dir: Path | None = None
 
     @classmethod
@@ -54,6 +60,12 @@ class Settings:
             values["llm_max_retries"] = int(env["SAG_LLM_MAX_RETRIES"])
         if env.get("SAG_LLM_CONCURRENCY"):
             values["llm_concurrency"] = int(env["SAG_LLM_CONCURRENCY"])
+        if env.get("SAG_LLM_MAX_TOKENS"):
+            values["llm_max_tokens"] = int(env["SAG_LLM_MAX_TOKENS"])
+        # Set but empty is meaningful here: no prefix at all.
+        for name in ("embed_query_prefix", "embed_passage_prefix"):
+            if "SAG_" + name.upper() in env:
+                values[name] = env["SAG_" + name.upper()]
         if env.get("SAG_PROMPTS_DIR"):
             values["prompts_dir"] = Path(env["SAG_PROMPTS_DIR"])
         values.update({k: v for k, v in overrides.items() if v is not None})

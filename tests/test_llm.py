@@ -466,3 +466,39 @@ def test_json_extraction_edge_cases() -> None:
     assert extract_json('null and {"a": 1}') == {"a": 1}
     with pytest.raises(JSONAnswerError, match="no JSON"):
         extract_json("no json { here")
+
+
+# -- max_tokens: a rambling model must stop (issue #14) -----------------------------------------------------
+
+
+def test_every_request_carries_max_tokens(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
+    llm = make(max_tokens=321)
+    openai_server.script("plain", '{"a": 1}')
+    llm.complete_text("hi")
+    llm.complete_json("json please", schema=OBJECT_SCHEMA)
+    assert [r.get("max_tokens") for r in openai_server.requests] == [321, 321]
+
+
+def test_max_tokens_comes_from_settings_and_zero_sends_none(openai_server: FakeOpenAIServer) -> None:
+    env = {"SAG_LLM": "openai:test-model", "SAG_LLM_BASE_URL": openai_server.base_url, "SAG_LLM_MAX_TOKENS": "77"}
+    settings = Settings.from_env(env)
+    assert settings.llm_max_tokens == 77
+    assert Settings().llm_max_tokens > 0  # a cap by default
+    openai_server.script("a", "b")
+    with make_llm(settings) as llm:  # type: ignore[union-attr]
+        llm.complete_text("hi")
+    with make_llm(settings.with_(llm_max_tokens=0)) as llm:  # type: ignore[union-attr]
+        llm.complete_text("hi")
+    assert [r.get("max_tokens") for r in openai_server.requests] == [77, None]
+
+
+def test_rejected_max_tokens_becomes_max_completion_tokens(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
+    # OpenAI's reasoning models refuse max_tokens and name its successor.
+    llm = make(max_tokens=500)
+    openai_server.fail(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                            "Use 'max_completion_tokens' instead.")
+    openai_server.script("one", "two")
+    assert llm.complete_text("hi") == "one"
+    assert llm.complete_text("again") == "two"
+    sent = [(r.get("max_tokens"), r.get("max_completion_tokens")) for r in openai_server.requests]
+    assert sent == [(500, None), (None, 500), (None, 500)]

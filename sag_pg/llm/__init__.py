@@ -38,6 +38,7 @@ def make_llm(settings: Settings) -> LLM | None:
         timeout=settings.llm_timeout,
         max_retries=settings.llm_max_retries,
         concurrency=settings.llm_concurrency,
+        max_tokens=settings.llm_max_tokens,
     )
 
 

@@ -59,6 +59,7 @@ class OpenAILLM:
         concurrency: int = 4,
         temperature: float = 0.0,
         *,
+        max_tokens: int = 4096,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         retry_after_max: float = 60.0,
@@ -71,6 +72,8 @@ class OpenAILLM:
             raise ConfigError(f"llm_concurrency must be >= 1, got {concurrency}")
         if timeout <= 0:
             raise ConfigError(f"llm_timeout must be > 0 seconds, got {timeout}")
+        if max_tokens < 0:
+            raise ConfigError(f"llm_max_tokens must be >= 0 (0: no cap), got {max_tokens}")
         if not api_key:
             if not base_url:
                 # Settings are the only source of configuration: no silent OPENAI_API_KEY fallback.
@@ -82,6 +85,9 @@ class OpenAILLM:
         self.model = model
         self.name = f"openai:{model}"
         self.temperature = temperature
+        # Sent with every request: without it a small local model can generate until its context is full,
+        # long after our client gave up waiting (the server does not notice a closed connection).
+        self.max_tokens = max_tokens
         self.max_retries = max_retries
         self.timeout = timeout
         self.usage = Usage()
@@ -171,6 +177,10 @@ class OpenAILLM:
         attempt = 0
         while True:
             optional: dict[str, Any] = {"temperature": self.temperature}
+            if self.max_tokens:
+                # OpenAI's reasoning models refuse max_tokens and want max_completion_tokens instead.
+                cap = "max_tokens" if "max_tokens" not in self._unsupported else "max_completion_tokens"
+                optional[cap] = self.max_tokens
             if json_mode:
                 optional["response_format"] = {"type": "json_object"}
             optional = {k: v for k, v in optional.items() if k not in self._unsupported}
@@ -259,4 +269,9 @@ def _rejected_parameter(exc: openai.APIStatusError, sent: Mapping[str, Any]) -> 
     if exc.status_code not in (400, 422):
         return None
     text = f"{exc.message} {exc.body}"
-    return next((name for name in sent if name in text), None)
+    # Quoted names first: "'max_tokens' ... use 'max_completion_tokens'" is about max_tokens.
+    for pattern in ("'{}'", '"{}"', "`{}`", "{}"):
+        for name in sent:
+            if pattern.format(name) in text:
+                return name
+    return None
