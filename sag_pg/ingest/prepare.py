@@ -6,15 +6,17 @@ No database writes happen here; pre-retrieval (LLM mode only) reads through a ca
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..embedders.base import Embedder
-from ..errors import ExtractionError
+from ..errors import ExtractionError, SagError
 from ..text.chunking import chunk_document
 from ..text.normalize import normalize_key
 from ..text.tokenize import search_tokens, tokens_to_text
@@ -84,7 +86,32 @@ def prepare_key(key: KeyDraft, synonyms: Mapping[str, str] | None) -> PreparedKe
     return PreparedKey(key_type, key.name or text, normalized, text, None, None)
 
 
+@dataclass
+class _Draft:
+    """A document extracted but not yet embedded (see :meth:`DocumentPreparer.prepare_many`)."""
+
+    doc: DocumentInput
+    summary: str
+    chunks: list[Chunk]
+    chunk_tokens: list[list[str]]
+    events: list[EventDraft]
+    event_chunk: list[int]
+    keys: list[PreparedKey]
+    counts: dict[tuple[int, int], int]
+    timings: dict[str, float]
+
+    def passages(self) -> list[str]:
+        return [f"{c.title}\n{c.content}" for c in self.chunks] + [f"{e.title}\n{e.content}" for e in self.events]
+
+
 class DocumentPreparer:
+    """Extraction and embedding of documents. Embedding is batched: every chunk and event of a document (or of a
+    window of documents, :meth:`prepare_many`) in one call, and each distinct key text is embedded once per
+    preparer (kept in a bounded cache), so a real model's throughput is what bounds ingestion."""
+
+    # Bytes of key vectors kept (about 43 k keys at 384 dimensions).
+    KEY_CACHE_BYTES = 64 << 20
+
     def __init__(self, embedder: Embedder, extractor: Extractor, *, pre_retriever: PreRetriever | None = None,
                  synonyms: Mapping[str, str] | None = None, concurrency: int = 1) -> None:
         self.embedder = embedder
@@ -92,6 +119,11 @@ class DocumentPreparer:
         self.pre_retriever = pre_retriever
         self.synonyms = synonyms
         self.concurrency = max(1, concurrency)
+        self._key_vectors: dict[str, np.ndarray] = {}
+
+    def __getstate__(self) -> dict[str, object]:
+        # Pickled for the worker process: no cache to ship, and a pre-retriever reads a connection of this one.
+        return {**self.__dict__, "_key_vectors": {}, "pre_retriever": None}
 
     def _map(self, fn: Callable, items: list) -> list:  # type: ignore[type-arg]
         if self.concurrency == 1 or len(items) < 2:
@@ -100,11 +132,63 @@ class DocumentPreparer:
             return list(pool.map(fn, items))
 
     def prepare(self, doc: DocumentInput) -> PreparedDocument:
-        ex = self.extractor
-        if ex.uses_pre_retrieval and self.pre_retriever is None:
-            raise ValueError(f"extractor {ex.name} needs a pre_retriever")
+        if not self.extractor.uses_pre_retrieval:
+            draft = self._draft(doc)
+            return self._embed_drafts([draft])[0]
+        if self.pre_retriever is None:
+            raise ValueError(f"extractor {self.extractor.name} needs a pre_retriever")
+        # Keys are extracted with the nearest stored keys of each event: events are embedded first.
         timings: dict[str, float] = {}
         clock = _Clock(timings)
+        summary, chunks, chunk_tokens, events, event_chunk = self._events(doc, clock)
+        vectors = self.embedder.embed([f"{c.title}\n{c.content}" for c in chunks]
+                                      + [f"{e.title}\n{e.content}" for e in events])
+        event_vecs = vectors[len(chunks):]
+        clock.lap("embed")
+        pre_retriever = self.pre_retriever
+        keys, counts = self._keys(doc, summary, chunks, events, event_chunk,
+                                  lambda i: pre_retriever(event_vecs[i]))
+        clock.lap("keys")
+        draft = _Draft(doc, summary, chunks, chunk_tokens, events, event_chunk, keys, counts, timings)
+        key_vecs = self._key_embeddings(keys)
+        clock.lap("embed_keys")
+        return self._finish(draft, vectors, key_vecs)
+
+    def prepare_many(self, docs: Sequence[DocumentInput]) -> list[PreparedDocument | str]:
+        """Prepare several documents with one embedding call for all their texts; a message for each
+        document that cannot be prepared (the others go on). Only for extractors without pre-retrieval."""
+        if self.extractor.uses_pre_retrieval:
+            raise ValueError(f"extractor {self.extractor.name} prepares one document at a time")
+        results: list[PreparedDocument | str | _Draft] = []
+        for doc in docs:
+            try:
+                results.append(self._draft(doc))
+            except SagError as exc:
+                results.append(str(exc))
+        drafts = [r for r in results if isinstance(r, _Draft)]
+        try:
+            done = iter(self._embed_drafts(drafts))
+            return [next(done) if isinstance(r, _Draft) else r for r in results]  # type: ignore[misc]
+        except SagError:
+            if len(drafts) < 2:
+                raise
+        # One document's texts spoiled the batch (too long for the model, say): find out which, one by one.
+        out: list[PreparedDocument | str] = []
+        for result in results:
+            if isinstance(result, _Draft):
+                try:
+                    out.append(self._embed_drafts([result])[0])
+                except SagError as exc:
+                    out.append(f"{result.doc.origin or result.doc.uri}: {exc}")
+            else:
+                out.append(result)
+        return out
+
+    # -- the steps ---------------------------------------------------------------------------------------
+
+    def _events(self, doc: DocumentInput, clock: _Clock) -> tuple[str, list[Chunk], list[list[str]],
+                                                                   list[EventDraft], list[int]]:
+        ex = self.extractor
         summary = ex.summary(doc.text, title=doc.title)
         clock.lap("summary")
         chunks = chunk_document(doc.text, title=doc.title)
@@ -112,7 +196,6 @@ class DocumentPreparer:
             raise ExtractionError(f"{doc.origin or doc.uri}: no text to index after chunking")
         chunk_tokens = [search_tokens(f"{c.title}\n{c.content}") for c in chunks]
         clock.lap("chunk")
-
         per_chunk = self._map(lambda c: ex.events(c, summary=summary, doc_title=doc.title), chunks)
         events: list[EventDraft] = []
         event_chunk: list[int] = []
@@ -122,21 +205,19 @@ class DocumentPreparer:
                     events.append(event)
                     event_chunk.append(chunk.ordinal)
         clock.lap("events")
+        return summary, chunks, chunk_tokens, events, event_chunk
 
-        texts = [f"{c.title}\n{c.content}" for c in chunks] + [f"{e.title}\n{e.content}" for e in events]
-        vectors = self.embedder.embed(texts)
-        chunk_vecs, event_vecs = vectors[: len(chunks)], vectors[len(chunks):]
-        clock.lap("embed")
+    def _keys(self, doc: DocumentInput, summary: str, chunks: list[Chunk], events: list[EventDraft],
+              event_chunk: list[int], pre_of: Callable[[int], PreRetrieval] | None,
+              ) -> tuple[list[PreparedKey], dict[tuple[int, int], int]]:
+        ex = self.extractor
 
         def keys_of(i: int) -> list[KeyDraft]:
-            event = events[i]
-            pre = self.pre_retriever(event_vecs[i]) if self.pre_retriever else None
             chunk = chunks[event_chunk[i]]
-            return ex.keys(event, summary=summary, doc_title=doc.title, chunk_title=chunk.title, pre=pre)
+            return ex.keys(events[i], summary=summary, doc_title=doc.title, chunk_title=chunk.title,
+                           pre=pre_of(i) if pre_of else None)
 
         per_event = self._map(keys_of, list(range(len(events))))
-        clock.lap("keys")
-
         keys: list[PreparedKey] = []
         index: dict[tuple[str, str], int] = {}
         counts: dict[tuple[int, int], int] = {}
@@ -151,32 +232,78 @@ class DocumentPreparer:
                     keys.append(prepared)
                 link = (ordinal, index[ident])
                 counts[link] = counts.get(link, 0) + 1
-        string_keys = [k.value_string for k in keys if k.value_string is not None]
-        key_vecs_iter = iter(self.embedder.embed(string_keys)) if string_keys else iter(())
-        key_vecs = [next(key_vecs_iter) if k.value_string is not None else None for k in keys]
-        clock.lap("embed_keys")
+        return keys, counts
 
+    def _draft(self, doc: DocumentInput) -> _Draft:
+        timings: dict[str, float] = {}
+        clock = _Clock(timings)
+        summary, chunks, chunk_tokens, events, event_chunk = self._events(doc, clock)
+        keys, counts = self._keys(doc, summary, chunks, events, event_chunk, None)
+        clock.lap("keys")
+        return _Draft(doc, summary, chunks, chunk_tokens, events, event_chunk, keys, counts, timings)
+
+    def _embed_drafts(self, drafts: list[_Draft]) -> list[PreparedDocument]:
+        """One embedding call for the chunks, events and not yet known key texts of all the drafts."""
+        if not drafts:
+            return []
+        started = time.perf_counter()
+        passages = [draft.passages() for draft in drafts]
+        new_keys = list(dict.fromkeys(k.value_string for d in drafts for k in d.keys
+                                      if k.value_string is not None and k.value_string not in self._key_vectors))
+        texts = [text for texts in passages for text in texts]
+        vectors = self.embedder.embed(texts + new_keys)
+        self._remember_keys(new_keys, vectors[len(texts):])
+        elapsed = time.perf_counter() - started
+        total = max(1, len(texts) + len(new_keys))
+        out: list[PreparedDocument] = []
+        offset = 0
+        for draft, own in zip(drafts, passages, strict=True):
+            key_vecs = self._key_embeddings(draft.keys)
+            # The shared call's time, shared by the number of texts (new key texts count for all).
+            draft.timings["embed"] = draft.timings.get("embed", 0.0) + elapsed * (len(own) + len(new_keys)
+                                                                                  / len(drafts)) / total
+            out.append(self._finish(draft, vectors[offset:offset + len(own)], key_vecs))
+            offset += len(own)
+        return out
+
+    def _key_embeddings(self, keys: list[PreparedKey]) -> list[np.ndarray | None]:
+        """Vectors of string keys (None for number and bool keys), embedding only texts not seen before."""
+        new = list(dict.fromkeys(k.value_string for k in keys
+                                 if k.value_string is not None and k.value_string not in self._key_vectors))
+        if new:
+            self._remember_keys(new, self.embedder.embed(new))
+        return [self._key_vectors[k.value_string] if k.value_string is not None else None for k in keys]
+
+    def _remember_keys(self, texts: list[str], vectors: np.ndarray) -> None:
+        limit = max(1024, self.KEY_CACHE_BYTES // max(1, 4 * vectors.shape[1])) if len(texts) else 0
+        if len(self._key_vectors) + len(texts) > limit:
+            # Forget the oldest half: recent documents share keys more than old ones.
+            for text in list(itertools.islice(self._key_vectors, len(self._key_vectors) // 2 + len(texts))):
+                del self._key_vectors[text]
+        for text, vector in zip(texts, vectors, strict=True):
+            self._key_vectors[text] = np.array(vector, dtype=np.float32)  # a copy: not a view of the batch
+
+    def _finish(self, draft: _Draft, vectors: np.ndarray, key_vecs: list[np.ndarray | None]) -> PreparedDocument:
+        n = len(draft.chunks)
         return PreparedDocument(
-            doc=doc,
-            content_hash=content_hash(doc, extractor=ex.name, embedder=self.embedder.name),
-            summary=summary,
-            chunks=chunks,
-            chunk_tokens=chunk_tokens,
-            chunk_embeddings=chunk_vecs,
-            event_chunk_ordinals=event_chunk,
-            events=events,
-            event_embeddings=event_vecs,
-            keys=keys,
+            doc=draft.doc,
+            content_hash=content_hash(draft.doc, extractor=self.extractor.name, embedder=self.embedder.name),
+            summary=draft.summary,
+            chunks=draft.chunks,
+            chunk_tokens=draft.chunk_tokens,
+            chunk_embeddings=vectors[:n],
+            event_chunk_ordinals=draft.event_chunk,
+            events=draft.events,
+            event_embeddings=vectors[n:],
+            keys=draft.keys,
             key_embeddings=key_vecs,
-            links=[(e, k, n) for (e, k), n in counts.items()],
-            timings=timings,
+            links=[(e, k, c) for (e, k), c in draft.counts.items()],
+            timings=draft.timings,
         )
 
 
 class _Clock:
     def __init__(self, into: dict[str, float]) -> None:
-        import time
-
         self._now = time.perf_counter
         self._last = self._now()
         self._into = into

@@ -7,9 +7,9 @@ the two cores of a small machine both stay busy.
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import os
 import sys
-import multiprocessing
 import threading
 import time
 from collections import deque
@@ -31,6 +31,7 @@ BULK_DOCUMENTS = 1000  # changed documents that always make a load "bulk"
 BULK_MIN_DOCUMENTS = 200  # below this, row-by-row index updates are cheaper than a rebuild
 _BULK = 16  # from this many changed documents on, prepare in a worker process
 _WINDOW = 32  # documents in flight to the worker
+_BATCH = 8  # documents prepared together: their texts go to the embedder in one call
 _FLUSH_EVERY = 2000  # stored documents between two folds of the BM25 statistics queue
 
 # Errors after which the same document transaction is simply tried again.
@@ -146,25 +147,32 @@ class Ingestor:
 
         Offline bulk ingests prepare in a worker process, so Python's extraction and PostgreSQL's
         index maintenance use both cores; LLM ingests stay in-process (their work is waiting on the LLM).
+        Without an LLM, documents are prepared :data:`_BATCH` at a time, so the embedder gets the texts
+        of several documents in one call. The worker gets the preparer pickled: embedders pickle as their
+        settings (an HTTP client or a model is rebuilt there, never shipped).
         """
-        head = list(itertools.islice(docs, _BULK))
-        stream = itertools.chain(head, docs)
-        if len(head) < _BULK or self.preparer.extractor.uses_pre_retrieval or not _can_spawn():
-            for doc in stream:
+        if self.preparer.extractor.uses_pre_retrieval:
+            for doc in docs:
                 yield doc, self._prepare_here(doc, report)
+            return
+        head = list(itertools.islice(docs, _BULK))
+        batches = _batched(itertools.chain(head, docs), _BATCH)
+        if len(head) < _BULK or not _can_spawn():
+            for batch in batches:
+                yield from zip(batch, self.preparer.prepare_many(batch), strict=True)
             return
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_worker,
                                  initargs=(self.preparer,)) as pool:
-            window: deque[tuple[DocumentInput, Future[PreparedDocument | str]]] = deque()
-            for doc in stream:
-                window.append((doc, pool.submit(_prepare_in_worker, doc)))
-                if len(window) >= _WINDOW:
+            window: deque[tuple[list[DocumentInput], Future[list[PreparedDocument | str]]]] = deque()
+            for batch in batches:
+                window.append((batch, pool.submit(_prepare_in_worker, batch)))
+                if len(window) * _BATCH >= _WINDOW:
                     first, future = window.popleft()
-                    yield first, future.result()
+                    yield from zip(first, future.result(), strict=True)
             while window:
                 first, future = window.popleft()
-                yield first, future.result()
+                yield from zip(first, future.result(), strict=True)
 
     def _prepare_here(self, doc: DocumentInput, report: IngestReport) -> PreparedDocument | str:
         before = self.llm.usage.snapshot() if self.llm is not None else None
@@ -258,12 +266,18 @@ def _init_worker(preparer: DocumentPreparer) -> None:
     _worker_preparer = preparer
 
 
-def _prepare_in_worker(doc: DocumentInput) -> PreparedDocument | str:
+def _prepare_in_worker(docs: list[DocumentInput]) -> list[PreparedDocument | str]:
     assert _worker_preparer is not None
     try:
-        return _worker_preparer.prepare(doc)
+        return _worker_preparer.prepare_many(docs)
     except SagError as exc:
-        return str(exc)
+        return [str(exc)] * len(docs)
+
+
+def _batched(items: Iterable[DocumentInput], size: int) -> Iterator[list[DocumentInput]]:
+    iterator = iter(items)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
 
 
 def _can_spawn() -> bool:
