@@ -544,3 +544,31 @@ def test_st_prefixes_and_package_names(current_st: Path, tmp_path: Path, monkeyp
     by_package = make_embedder("st:tiny-model-pkg", Settings())
     assert by_package.path == package / "model"  # type: ignore[attr-defined]
     assert by_package.name.startswith("st:tiny_model_pkg@") and ":prefix-" not in by_package.name
+
+
+def test_prepare_many_embeds_a_window_at_once_and_isolates_failures(server: EmbeddingServer) -> None:
+    # Preparation only (no database): the texts of all good documents go in one call; a document that
+    # extracts nothing is named; when the shared call fails, each document is tried alone.
+    from sag_pg.ingest.extractors import RulesExtractor
+    from sag_pg.ingest.prepare import DocumentPreparer, PreparedDocument
+    from sag_pg.ingest.readers import DocumentInput
+
+    preparer = DocumentPreparer(make(server, dimension=DIM), RulesExtractor())
+    docs = [DocumentInput(uri="a", text="Ada Lovelace met Charles Babbage in London.", origin="a.txt"),
+            DocumentInput(uri="b", text="   ", origin="b.txt"),
+            DocumentInput(uri="c", text="Grace Hopper built a compiler in New York.", origin="c.txt")]
+    results = preparer.prepare_many(docs)
+    assert [type(r).__name__ for r in results] == ["PreparedDocument", "str", "PreparedDocument"]
+    assert "b.txt" in str(results[1]) and len(server.requests) == 1
+    first = results[0]
+    assert isinstance(first, PreparedDocument) and first.chunk_embeddings.shape == (len(first.chunks), DIM)
+    assert all((vector is not None) == (key.value_string is not None)
+               for vector, key in zip(first.key_embeddings, first.keys, strict=True))
+    # Known key texts are not embedded again; a failed shared call is retried per document.
+    server.requests.clear()
+    server.failures.append((400, {"error": {"message": "input too long", "type": "invalid_request_error"}}))
+    again = preparer.prepare_many([docs[0], docs[2]])
+    assert all(isinstance(r, PreparedDocument) for r in again)
+    assert len(server.requests) == 3  # the refused batch, then one call per document
+    sent = [text for r in server.requests[1:] for text in r["input"]]
+    assert "Ada Lovelace" not in sent and any("Ada Lovelace met" in text for text in sent)

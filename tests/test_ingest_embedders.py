@@ -65,3 +65,4 @@ def test_small_ingest_in_process_batches_too(openai_sag: SAG, openai_server: Fak
     assert (report.documents, report.failed) == (10, 0)
     # probe + 2 batches (8 + 2 documents)
     assert len(openai_server.embedding_requests) == 3
+

@@ -275,7 +275,9 @@ class DocumentPreparer:
         return [self._key_vectors[k.value_string] if k.value_string is not None else None for k in keys]
 
     def _remember_keys(self, texts: list[str], vectors: np.ndarray) -> None:
-        limit = max(1024, self.KEY_CACHE_BYTES // max(1, 4 * vectors.shape[1])) if len(texts) else 0
+        if not texts:
+            return
+        limit = max(1024, self.KEY_CACHE_BYTES // max(1, 4 * vectors.shape[1]))
         if len(self._key_vectors) + len(texts) > limit:
             # Forget the oldest half: recent documents share keys more than old ones.
             for text in list(itertools.islice(self._key_vectors, len(self._key_vectors) // 2 + len(texts))):
