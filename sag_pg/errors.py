@@ -10,9 +10,12 @@ Every error the library raises on purpose derives from :class:`SagError`::
     ├── InputError           a document, file or JSONL line that cannot be ingested
     ├── ExtractionError      events/keys could not be extracted from a document
     ├── LLMError             an LLM endpoint failed after retries or answered nonsense
-    └── QueryError           a search request (e.g. its ``sql`` restriction) is refused
+    └── QueryError           a request is refused: bad parameters, a disallowed ``sql`` restriction
+        └── NotFoundError    it names a source or document that does not exist
 
-The CLI turns these into one-line messages; the library lets them propagate.
+The CLI turns these into one-line messages and exit code 1 (usage errors: 2); the library lets them
+propagate.  The SQL functions raise SQLSTATE 22023 (invalid parameter) and P0002 (not found) for the
+same mistakes; :func:`error_for_sqlstate` gives their Python counterparts.
 """
 
 from __future__ import annotations
@@ -51,4 +54,18 @@ class LLMError(SagError):
 
 
 class QueryError(SagError):
-    """A search request was refused (bad parameters or a disallowed restriction)."""
+    """A request was refused (bad parameters or a disallowed restriction)."""
+
+
+class NotFoundError(QueryError):
+    """A request names a source or document that does not exist."""
+
+
+def error_for_sqlstate(sqlstate: str | None, message: str) -> SagError | None:
+    """The SagError for a database error that sag's SQL functions raise on purpose, or None.
+
+    ``22023`` (invalid_parameter_value) becomes :class:`QueryError`, ``P0002`` (no_data_found)
+    :class:`NotFoundError`; any other SQLSTATE is not the user's doing and gets None.
+    """
+    kind = {"22023": QueryError, "P0002": NotFoundError}.get(sqlstate or "")
+    return kind(message) if kind is not None else None

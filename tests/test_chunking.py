@@ -179,3 +179,23 @@ def test_invalid_limits() -> None:
         chunk_document("x", max_chars=0)
     with pytest.raises(ValueError):
         chunk_document("x", cjk_max_chars=-1)
+
+
+@pytest.mark.parametrize("unit", [
+    "Alice met Bob in Paris on Monday. ",   # many sentences
+    "alice met bob in paris on monday ",    # one sentence: cut at spaces
+    "abcdefghij",                           # one word: cut mid-word
+    "爱丽丝在巴黎遇见了鲍勃",                   # unpunctuated Chinese: cut between characters
+], ids=["sentences", "one-sentence", "one-word", "chinese"])
+def test_a_2_mb_single_line_chunks_in_linear_time(unit: str) -> None:
+    import time
+
+    text = (unit * (2_000_000 // len(unit) + 1))[:2_000_000]
+    started = time.perf_counter()
+    chunks = chunk_document(text)
+    elapsed = time.perf_counter() - started
+    # Quadratic before (a 200 kB Chinese line: 3 s; 400 kB: 13 s); now ~0.1-0.4 s for 2 MB.
+    assert elapsed < 5, f"{elapsed:.1f} s"
+    assert "".join(c.content for c in chunks).replace(" ", "") == text.replace(" ", "")
+    assert all(text_cost(c.content) <= 1200 for c in chunks)
+    assert all(len(c.content) >= 300 for c in chunks[:-1])

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..config import Settings
-from ..errors import SagError
+from ..errors import SagError, error_for_sqlstate
 
 
 @dataclass
@@ -41,6 +41,13 @@ class AppContext:
 
 
 pass_app = click.make_pass_decorator(AppContext)
+
+
+def source_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: a source name must have a visible character (the database refuses '' anyway)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("a source name must not be empty")
+    return value
 
 
 def echo_json(data: Any) -> None:
@@ -71,11 +78,33 @@ def run_main(cli: click.Group, argv: Sequence[str] | None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except SagError as exc:
-        if "--debug" in args:
-            traceback.print_exc()
-        click.secho(f"Error: {exc}", fg="red", err=True)
-        return 1
+        return _report(exc, args)
+    except Exception as exc:
+        error = _user_error(exc)
+        if error is None:
+            raise
+        return _report(error, args)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         return 130
     return 0
+
+
+def _report(exc: BaseException, args: list[str]) -> int:
+    if "--debug" in args:
+        traceback.print_exc()
+    click.secho(f"Error: {exc}", fg="red", err=True)
+    return 1
+
+
+def _user_error(exc: Exception) -> SagError | None:
+    """A database error raised on purpose by sag's SQL for a user's mistake (an unknown source, an invalid
+    parameter) as the SagError it stands for; None for anything else (a bug: shown as a traceback)."""
+    import psycopg
+
+    if not isinstance(exc, psycopg.Error) or exc.diag is None:
+        return None
+    message = exc.diag.message_primary or str(exc).strip()
+    if exc.diag.message_hint:
+        message += f" ({exc.diag.message_hint.rstrip('.')})"
+    return error_for_sqlstate(exc.sqlstate, message)

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 
 from ..errors import InputError
-from ._common import AppContext, echo_json, pass_app
+from ._common import AppContext, echo_json, pass_app, source_name
 
 _DATES = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
 
@@ -25,7 +25,8 @@ def _event_ids(value: str | None) -> tuple[int, ...] | None:
 
 
 @click.command()
-@click.option("--source", default=None, help="Only events of this source (default: all sources).")
+@click.option("--source", default=None, callback=source_name,
+              help="Only events of this source (default: all sources).")
 @click.option("--document", "documents", multiple=True, metavar="URI", help="Only events of this document "
               "(repeatable).")
 @click.option("--since", type=click.DateTime(_DATES), default=None, help="Only events with event_time >= this.")

@@ -7,15 +7,17 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..ingest.readers import count_documents, read_inputs
-from ._common import AppContext, echo_json, pass_app
+from ._common import AppContext, echo_json, pass_app, source_name
 
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--source", default="default", show_default=True, help="Source (tenant) to ingest into.")
+@click.option("--source", default="default", show_default=True, callback=source_name,
+              help="Source (tenant) to ingest into.")
 @click.option("--uri", "stdin_uri", default="stdin", show_default=True, help="URI of the document read from '-'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
@@ -31,11 +33,11 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
 
         sag-pg ingest docs/ notes.md corpus.jsonl --source research
     """
+    inputs = read_inputs(paths, stdin=sys.stdin, stdin_uri=stdin_uri)  # a bad SAG_MAX_DOCUMENT_BYTES stops here
     sag = app.sag()
     err = Console(stderr=True)
     if sag.llm is None:
         err.print("[dim]sag-pg: no LLM configured (SAG_LLM): using the offline rule extractor[/dim]")
-    inputs = read_inputs(paths, stdin=sys.stdin, stdin_uri=stdin_uri)
     expected = count_documents(paths)
     show = not quiet and not as_json and err.is_terminal
     with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
@@ -43,8 +45,12 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
         task = progress.add_task("", total=expected)
 
         def on_document(status: str, what: str) -> None:
+            # Each failure once, as it happens: above the bar on a terminal, one plain line otherwise.
             if status == "failed":
-                progress.console.print(f"[red]failed[/red] {what}")
+                if show:
+                    progress.console.print(f"[red]failed[/red] {escape(what)}", highlight=False)
+                else:
+                    click.echo(f"failed: {what}", err=True)
             progress.advance(task)
 
         report = sag.ingest(inputs, source=source, on_document=on_document, bulk=True if bulk else None)
@@ -56,16 +62,13 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
             f"{report.skipped} unchanged, {report.failed} failed; {report.seconds:.1f} s"
             + (f"; tokens {report.prompt_tokens}+{report.completion_tokens}" if report.prompt_tokens else "")
         )
-        if report.failed and not show:
-            for message in report.errors:
-                click.echo(f"failed: {message}", err=True)
     if report.failed:
         sys.exit(1)
 
 
 @click.command()
 @click.argument("uri")
-@click.option("--source", default="default", show_default=True)
+@click.option("--source", default="default", show_default=True, callback=source_name)
 @pass_app
 def delete(app: AppContext, uri: str, source: str) -> None:
     """Delete a document (and keys left with no event).
@@ -98,7 +101,7 @@ def sources(app: AppContext, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--source", default=None, help="Only this source.")
+@click.option("--source", default=None, callback=source_name, help="Only this source.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_app
 def stats(app: AppContext, source: str | None, as_json: bool) -> None:
@@ -119,7 +122,7 @@ def stats(app: AppContext, source: str | None, as_json: bool) -> None:
 
 
 @click.command("source")
-@click.argument("name")
+@click.argument("name", callback=source_name)
 @click.option("--key-type", "key_types", multiple=True, metavar="TYPE=WEIGHT",
               help="A key type the extractor may use, with its weight (repeatable; replaces the list).")
 @click.option("--synonyms", type=click.Path(exists=True, dir_okay=False),

@@ -9,6 +9,7 @@ import click
 
 from .. import __version__
 from ..config import Settings
+from ..errors import ConfigError
 from ._common import AppContext
 
 
@@ -33,5 +34,8 @@ def cli(ctx: click.Context, dsn: str | None, home: Path | None, embedder: str | 
     """
     if debug:
         logging.basicConfig(level=logging.DEBUG)
-    settings = Settings.from_env(database_url=dsn, home=home, embedder=embedder, llm=llm)
+    try:
+        settings = Settings.from_env(database_url=dsn, home=home, embedder=embedder, llm=llm)
+    except (TypeError, ValueError) as exc:  # e.g. SAG_LLM_TIMEOUT=abc
+        raise ConfigError(f"a SAG_* setting has a bad value: {exc}") from exc
     ctx.obj = AppContext(settings=settings, debug=debug)

@@ -14,7 +14,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from ..config import Settings
-from ..errors import DatabaseError, EmbedderMismatchError
+from ..errors import ConfigError, DatabaseError, EmbedderMismatchError
 from . import embedded, migrate
 
 log = logging.getLogger(__name__)
@@ -28,11 +28,23 @@ def redact(dsn: str) -> str:
 
 def resolve_dsn(settings: Settings) -> str:
     if settings.database_url:
+        check_dsn(settings.database_url)
         return settings.database_url
     return embedded.ensure_server(settings.home)
 
 
+def check_dsn(dsn: str) -> None:
+    """Raise ConfigError unless ``dsn`` parses as a libpq connection string (URI or key=value pairs)."""
+    try:
+        psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(
+            f"SAG_DATABASE_URL / --dsn is not a PostgreSQL connection string ({str(exc).strip()}): expected "
+            "postgresql://user:password@host:port/dbname or 'host=... dbname=...'") from None
+
+
 def raw_connect(dsn: str, **kwargs: object) -> psycopg.Connection:
+    check_dsn(dsn)
     try:
         return psycopg.connect(dsn, **kwargs)  # type: ignore[arg-type]
     except psycopg.OperationalError as exc:

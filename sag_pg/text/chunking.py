@@ -32,6 +32,8 @@ import bisect
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from sag_pg.text.tokenize import sentence_spans
 from sag_pg.types import Chunk
 
@@ -41,14 +43,17 @@ _CONTROL_CHARS_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 _ATX_HEADING_RE = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING_HASHES_RE = re.compile(r"(?:^|[ \t]+)#+$")
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_WIDE_CHARS_RE = re.compile(
-    r"[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f"
-    r"\uff00-\uffef\U00020000-\U0003ffff]"
+# Wide (CJK) code points, as inclusive ranges: the regex and the splitter's prefix sums both come from here.
+_WIDE_RANGES = (
+    (0x1100, 0x11FF), (0x2E80, 0x9FFF), (0xA960, 0xA97F), (0xAC00, 0xD7AF), (0xF900, 0xFAFF),
+    (0xFE30, 0xFE4F), (0xFF00, 0xFFEF), (0x20000, 0x3FFFF),
 )
+_WIDE_CHARS_RE = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _WIDE_RANGES) + "]")
 _MARKDOWN_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _INLINE_MARKUP_RE = re.compile(r"\*\*|__|`")
 _TABLE_SEPARATOR_RE = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*")
 _BLOCK_MARKER_RE = re.compile(r"\s*(?:#{1,6}\s+|>+\s?|[-*+]\s+|\d{1,3}[.)]\s+)")
+_NEWLINE_RE = re.compile("\n")
 _SOFT_CUT_CHARS = "，、：；,;:"
 _TINY_TAIL_FRACTION = 0.25
 
@@ -122,15 +127,40 @@ def _sections(lines: list[str], document_title: str) -> list[_Section]:
 
 
 class _Splitter:
-    """Cuts one section's body text into pieces of bounded cost, as (start, end) offsets."""
+    """Cuts one section's body text into pieces of bounded cost, as (start, end) offsets.
+
+    Every cost is answered in O(1) from prefix counts of wide characters, and the end of a piece is
+    found by bisection: linear in the body's length, even for one multi-megabyte line without a
+    sentence end (re-measuring the rest of such a line for every piece made it quadratic).
+    """
 
     def __init__(self, body: str, limit: float, wide_weight: float) -> None:
         self.body = body
         self.limit = limit
         self.wide_weight = wide_weight
+        codes = np.frombuffer(body.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        wide = np.zeros(len(codes), dtype=bool)
+        for low, high in _WIDE_RANGES:
+            wide |= (codes >= low) & (codes <= high)
+        # _wide_before[i]: wide characters in body[:i]
+        self._wide_before = np.zeros(len(codes) + 1, dtype=np.int64)
+        np.cumsum(wide, out=self._wide_before[1:])
 
     def cost(self, start: int, end: int) -> float:
-        return text_cost(self.body[start:end], wide_weight=self.wide_weight)
+        """``text_cost(body[start:end])``, without looking at the characters."""
+        wide = int(self._wide_before[end] - self._wide_before[start])
+        return (end - start) + (self.wide_weight - 1.0) * wide
+
+    def _furthest_end(self, start: int, end: int) -> int:
+        """The largest ``m`` in ``[start, end]`` with ``cost(start, m) <= limit`` (cost grows with ``m``)."""
+        low, high = start, end
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.cost(start, middle) <= self.limit:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     def pieces(self) -> list[tuple[int, int]]:
         units: list[tuple[int, int]] = []
@@ -176,14 +206,7 @@ class _Splitter:
         pieces: list[tuple[int, int]] = []
         body = self.body
         while start < end and self.cost(start, end) > self.limit:
-            budget = self.limit
-            max_end = start
-            while max_end < end:
-                budget -= self.wide_weight if _WIDE_CHARS_RE.match(body, max_end) else 1.0
-                if budget < 0:
-                    break
-                max_end += 1
-            max_end = max(max_end, start + 1)
+            max_end = max(self._furthest_end(start, end), start + 1)
             cut = self._best_cut(start, max_end)
             piece_end = cut
             while piece_end > start and body[piece_end - 1].isspace():
@@ -252,7 +275,7 @@ def chunk_document(
         body = "\n".join(lines[section.first_line : section.last_line + 1])
         if not body.strip():
             continue
-        newline_offsets = [i for i, ch in enumerate(body) if ch == "\n"]
+        newline_offsets = [match.start() for match in _NEWLINE_RE.finditer(body)]
         splitter = _Splitter(body, float(max_chars), wide_weight)
         for start, end in splitter.pieces():
             content = body[start:end]
