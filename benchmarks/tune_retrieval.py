@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/tune_retrieval.py                       # both sets, every method
     .venv/bin/python benchmarks/tune_retrieval.py --sets musique-train100 --methods sag,bm25
-    .venv/bin/python benchmarks/tune_retrieval.py --param pagerank_mix=0 --param text_weight=0.7
+    .venv/bin/python benchmarks/tune_retrieval.py --param pagerank_alpha=0 --param text_weight=0.7
     .venv/bin/python benchmarks/tune_retrieval.py --bm25-synthetic      # BM25 speed on 2,000 Zipf chunks
 
 Each set of ``/work/shared/bench/<set>`` (``corpus.jsonl``, ``queries.jsonl``) is ingested once, with the
@@ -47,7 +47,7 @@ from sag_pg.text.tokenize import search_tokens
 from tests.pg import server_params
 
 BENCH = Path("/work/shared/bench")
-SETS = ("musique-train100", "hotpotqa-train100")
+SETS = ("musique-train100", "hotpotqa-train100", "rgb-zh-refine300")
 METHODS = ("sag", "bm25", "dense", "hybrid")
 KS = (2, 5, 10)
 SOURCE = "default"
@@ -166,8 +166,8 @@ DEPTH = 20   # chunks asked for: enough distinct documents for Recall@10
 
 def sag_search(params: RetrievalParams, *, use_pagerank: bool = True) -> Search:
     def run(b: Bench, q: Query) -> list[int]:
-        result = retrieve(b.conn, q.embedding, q.tokens, source_ids=[b.source_id], top_n=DEPTH, params=params,
-                          use_pagerank=use_pagerank, query=q.question)
+        result = retrieve(b.conn, q.question, q.embedding, source_ids=[b.source_id], top_n=DEPTH, params=params,
+                          use_pagerank=use_pagerank)
         return [c.chunk_id for c in result.chunks]
     return run
 

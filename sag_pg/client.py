@@ -139,7 +139,7 @@ class SAG:
 
     def search(self, query: str, *, keys: Sequence[str] | None = None, sql: str | None = None,
                mode: str = "fast", source: str | Sequence[str] | None = DEFAULT_SOURCE, top_n: int = 10,
-               params: RetrievalParams | None = None) -> SearchResult:
+               params: RetrievalParams | None = None, use_pagerank: bool = True) -> SearchResult:
         """The atomic search of sag-algorithm §3.1.
 
         ``mode``: ``fast`` (no LLM) or ``normal`` (the LLM rewrites the question and names its keys first).
@@ -164,19 +164,39 @@ class SAG:
                 conn.commit()
                 query, keys = rewrite.query, list(keys or []) + rewrite.keys
             result = fast_search(conn, self.embedder, query, keys=keys, sql=sql, sources=sources, top_n=top_n,
-                                 params=params)
+                                 params=params, use_pagerank=use_pagerank)
         if rewrite is not None:
             result.timings_ms["rewrite"] = rewrite.seconds * 1000.0
-            result.rewrite = rewrite  # type: ignore[attr-defined]
+            result.rewrite = rewrite
         return result
 
     def ask(self, question: str, *, mode: str = "fast", source: str | Sequence[str] | None = DEFAULT_SOURCE,
-            top_n: int = 10, **options: Any) -> Answer:
+            top_n: int = 10, keys: Sequence[str] | None = None, sql: str | None = None, **deep: Any) -> Answer:
         """Search, then the LLM answers citing chunk ids; ``mode`` fast | normal | deep (deep: a DAG of
-        sub-questions with a ReAct check; the returned DeepAnswer carries the whole ``trace``)."""
-        from .answer import ask
+        sub-questions with a ReAct check; the returned DeepAnswer carries the whole ``trace``; options such
+        as ``max_rounds`` and ``max_llm_calls`` go to :func:`sag_pg.answer.deep_ask`)."""
+        from .answer import ask, deep_ask
 
-        return ask(self, question, mode=mode, source=source, top_n=top_n, **options)
+        if mode == "deep":
+            if keys:
+                raise QueryError("keys are chosen by the LLM in deep mode; use fast or normal mode to give them")
+            deep.setdefault("parallelism", self.settings.llm_concurrency)
+            return deep_ask(self.search, self.background, self.llm, question, source=source, top_n=top_n, sql=sql,
+                            prompts_dir=self.settings.prompts_dir, **deep)
+        if deep:
+            raise QueryError(f"{', '.join(sorted(deep))}: only for deep mode")
+        return ask(self.search, self.llm, question, mode=mode, source=source, top_n=top_n, keys=keys, sql=sql,
+                   prompts_dir=self.settings.prompts_dir)
+
+    def background(self, question: str, sources: Sequence[str] | None) -> dict[str, Any]:
+        """The events and keys nearest to ``question`` and the sources' key types (``sag.context_for_query``):
+        what an LLM is shown before it rewrites or plans."""
+        from .search.engine import resolve_sources
+        from .search.normal import query_context
+
+        embedder = self.embedder  # bound here, before any thread of a deep query asks for it
+        with self.db.connect() as conn:
+            return query_context(conn, embedder, question, resolve_sources(conn, sources))
 
     def cluster(self, selection: EventSelection, params: ClusterParams | None = None) -> ClusterResult:
         """Cluster the selected events (sag-algorithm §4) with Louvain and store the run; titles come from

@@ -16,7 +16,6 @@ import pytest
 from click.testing import CliRunner
 
 from sag_pg import SAG, ConfigError, QueryError, Settings, prompts
-from sag_pg.answer import ask
 from sag_pg.answer.cited import NO_EVIDENCE_ANSWER
 from sag_pg.answer.evidence import check_citations, format_evidence, parse_citations
 from sag_pg.cli._common import AppContext
@@ -85,7 +84,7 @@ def test_answer_cites_the_evidence_and_drops_unknown_ids(asker: SAG, corpus: dic
         return answer_json(f"Ada Lovelace wrote it in 1843 [{ada}][999999]. She worked with Babbage [999998, {ada}].")
 
     openai_server.responder = model
-    answer = ask(asker, "Who wrote the first published algorithm?", top_n=3)
+    answer = asker.ask("Who wrote the first published algorithm?", top_n=3)
     prompt = openai_server.prompts()[0]
     # The evidence: each chunk under its id with its title, its text, and the events extracted from it.
     assert f"[{ada}] Ada Lovelace\nAda Lovelace wrote the first published algorithm in 1843." in prompt
@@ -108,7 +107,7 @@ def test_insufficient_evidence_is_said(asker: SAG, corpus: dict[str, int],
                                        openai_server: FakeOpenAIServer) -> None:
     openai_server.script(answer_json(f"The evidence names Babbage's birth year [{corpus['babbage.md']}] but not "
                                      "his death.", sufficient=False, missing="the year Babbage died"))
-    answer = ask(asker, "When did Charles Babbage die?")
+    answer = asker.ask("When did Charles Babbage die?")
     assert not answer.sufficient
     assert answer.missing == "the year Babbage died"
     assert [c.document_uri for c in answer.citations] == ["babbage.md"]
@@ -117,7 +116,7 @@ def test_insufficient_evidence_is_said(asker: SAG, corpus: dict[str, int],
 def test_no_evidence_means_no_llm_call(sag: SAG, asker: SAG, openai_server: FakeOpenAIServer) -> None:
     sag.ingest_text("# Tmp\n\nA placeholder.", uri="tmp.md", source="empty")  # offline: a source, then
     sag.delete_document("tmp.md", source="empty")  # nothing in it
-    answer = ask(asker, "Who wrote the first published algorithm?", source="empty")
+    answer = asker.ask("Who wrote the first published algorithm?", source="empty")
     assert openai_server.chat_count == 0
     assert (answer.text, answer.sufficient, answer.citations) == (NO_EVIDENCE_ANSWER, False, [])
 
@@ -129,7 +128,7 @@ def test_normal_mode_rewrites_then_answers(asker: SAG, corpus: dict[str, int],
                     "keys": [{"type": "person", "value": "Charles Babbage"}]}),
         answer_json(f"The Difference Engine [{corpus['babbage.md']}]."),
     )
-    answer = ask(asker, "what did he design?", mode="normal", top_n=2)
+    answer = asker.ask("what did he design?", mode="normal", top_n=2)
     assert openai_server.prompts()[0].startswith("You rewrite a user's question")
     assert answer.usage["calls"] == 2
     assert answer.to_dict()["rewrite"]["query"] == "Which engine did Charles Babbage design?"
@@ -139,16 +138,16 @@ def test_normal_mode_rewrites_then_answers(asker: SAG, corpus: dict[str, int],
 def test_without_an_llm_asking_is_a_config_error(sag: SAG, corpus: dict[str, int]) -> None:
     for mode in ("fast", "normal", "deep"):
         with pytest.raises(ConfigError, match="SAG_LLM"):
-            ask(sag, "Who wrote the first published algorithm?", mode=mode)
+            sag.ask("Who wrote the first published algorithm?", mode=mode)
 
 
 def test_bad_requests_are_query_errors(asker: SAG) -> None:
     with pytest.raises(QueryError, match="unknown mode"):
-        ask(asker, "q", mode="fancy")
+        asker.ask("q", mode="fancy")
     with pytest.raises(QueryError, match="max_rounds: only for deep mode"):
-        ask(asker, "q", max_rounds=2)
+        asker.ask("q", max_rounds=2)
     with pytest.raises(QueryError, match="keys"):
-        ask(asker, "q", mode="deep", keys=["Ada"])
+        asker.ask("q", mode="deep", keys=["Ada"])
 
 
 # -- the CLI -------------------------------------------------------------------------------------------
@@ -231,4 +230,4 @@ def test_scripted_failure_is_an_llm_error(asker: SAG, openai_server: FakeOpenAIS
 
     openai_server.script(Scripted(status=400, body={"error": {"message": "bad request"}}))
     with pytest.raises(LLMError, match="answer_json"):
-        ask(asker, "Who wrote the first published algorithm?")
+        asker.ask("Who wrote the first published algorithm?")

@@ -400,7 +400,7 @@ def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str, monkeypat
     assert not any(np.allclose(a, b) for (a, _), (b, _) in zip(searched, probed))
     measure(db_dsn, config, result, queries=5, warmup=1, progress=lambda *a: None)
     assert result.queries == 5 and 0 < result.search_p50_ms <= result.search_p95_ms
-    assert 0 < result.hnsw_p50_ms and {"match_keys", "rank_chunks"} <= set(result.stage_p50_ms)
+    assert 0 < result.hnsw_p50_ms and {"sql_question", "sql_rank_chunks", "pagerank"} <= set(result.stage_p50_ms)
     # The floor is the HNSW index scan, even on a table small enough for a sequential scan and sort.
     assert "events_embedding_hnsw" in result.probe_plan
     # Every sag relation was read once before the clock started: at least the heaps of the loaded rows.

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from sag_pg import SAG, ConfigError, LLMError, QueryError
-from sag_pg.answer import DeepAnswer, NodeTrace, deep_ask, print_trace
+from sag_pg.answer import DeepAnswer, NodeTrace, print_trace
 from sag_pg.answer.execute import run_dag
 from sag_pg.answer.plan import PlanError, validate_plan
 from sag_pg.cli._common import AppContext
@@ -139,7 +139,7 @@ def test_dag_runs_parallel_then_chained_with_parent_answers(asker: SAG, model: D
                                                             corpus: dict[str, int],  # noqa: F811
                                                             openai_server: FakeOpenAIServer) -> None:
     model.slow = {DIAMOND["nodes"][0]["question"]: 0.4, DIAMOND["nodes"][1]["question"]: 0.4}
-    answer = deep_ask(asker, QUESTION)
+    answer = asker.ask(QUESTION, mode="deep")
     q1, q2, q3, q4 = (n["question"] for n in DIAMOND["nodes"])
     trace = answer.trace
     assert isinstance(answer, DeepAnswer) and trace.stopped == "answerable"
@@ -190,7 +190,7 @@ def test_a_node_searches_again_with_the_query_it_wrote(asker: SAG, model: DeepMo
     question = DIAMOND["nodes"][0]["question"]
     model.plans = [{"nodes": [DIAMOND["nodes"][0]], "edges": []}]
     model.unanswered = {question: "Ada Lovelace algorithm 1843"}
-    answer = deep_ask(asker, QUESTION)
+    answer = asker.ask(QUESTION, mode="deep")
     node = answer.trace.node("q1")
     assert [s.query for s in node.sub_queries] == [question, "Ada Lovelace algorithm 1843"]
     assert node.sub_queries[1].keys == ["Ada Lovelace"] and node.answered
@@ -201,7 +201,7 @@ def test_a_cyclic_plan_is_refused_after_one_reask(asker: SAG, model: DeepModel, 
                                                   openai_server: FakeOpenAIServer) -> None:
     model.plans = [CYCLE, CYCLE]
     with pytest.raises(LLMError, match="unusable DAG twice.*cycle: a -> b -> c -> a"):
-        deep_ask(asker, QUESTION)
+        asker.ask(QUESTION, mode="deep")
     prompts = openai_server.prompts()
     assert len(prompts) == 2 and model.count("plan") == 2
     assert "Your previous plan could not be used" not in prompts[0]
@@ -214,7 +214,7 @@ def test_a_cyclic_plan_is_refused_after_one_reask(asker: SAG, model: DeepModel, 
 def test_a_reasked_plan_that_is_valid_is_executed(asker: SAG, model: DeepModel) -> None:  # noqa: F811
     bad = {"nodes": DIAMOND["nodes"], "edges": [*DIAMOND["edges"], {"source": "q4", "target": "q9"}]}
     model.plans = [bad, DIAMOND]
-    answer = deep_ask(asker, QUESTION)
+    answer = asker.ask(QUESTION, mode="deep")
     assert answer.trace.rounds[0].plan_problems == ["edge q4 -> q9 names unknown node(s) 'q9'"]
     assert len(answer.trace.nodes) == 4 and answer.trace.stopped == "answerable"
 
@@ -225,7 +225,7 @@ def test_the_round_limit_holds(asker: SAG, model: DeepModel, max_rounds: int) ->
     model.plans = [one]
     model.checks = [{"answerable": False, "reason": "need more", "nodes": [{"id": "q1", "question": "When was Babbage born?"}],
                      "edges": []}]
-    answer = deep_ask(asker, QUESTION, max_rounds=max_rounds)
+    answer = asker.ask(QUESTION, mode="deep", max_rounds=max_rounds)
     trace = answer.trace
     assert len(trace.rounds) == max_rounds and trace.stopped == "max_rounds"
     assert model.count("plan") == 1 and model.count("check") == max_rounds - 1 and model.count("final") == 1
@@ -242,7 +242,7 @@ def test_the_llm_call_limit_holds(asker: SAG, model: DeepModel, openai_server: F
     model.plans = [{"nodes": DIAMOND["nodes"][:2], "edges": []}]
     model.checks = [{"answerable": False, "reason": "need more",
                      "nodes": [{"id": "q1", "question": "Who designed the Difference Engine?"}], "edges": []}]
-    answer = deep_ask(asker, QUESTION, max_rounds=10, max_llm_calls=max_calls)
+    answer = asker.ask(QUESTION, mode="deep", max_rounds=10, max_llm_calls=max_calls)
     trace = answer.trace
     assert openai_server.chat_count == trace.llm_calls == max_calls
     assert trace.stopped == "max_llm_calls"
@@ -254,14 +254,14 @@ def test_the_llm_call_limit_holds(asker: SAG, model: DeepModel, openai_server: F
 
 def test_an_unusable_further_plan_ends_the_rounds(asker: SAG, model: DeepModel) -> None:  # noqa: F811
     model.checks = [{"answerable": False, "reason": "loop", **CYCLE}]
-    answer = deep_ask(asker, QUESTION)
+    answer = asker.ask(QUESTION, mode="deep")
     assert model.count("check") == 2 and answer.trace.stopped == "no_new_plan"
     assert any("unusable DAG twice" in note for note in answer.notes)
 
 
 def test_not_answerable_without_a_further_plan_stops(asker: SAG, model: DeepModel) -> None:  # noqa: F811
     model.checks = [{"answerable": False, "reason": "the corpus does not say", "nodes": [], "edges": []}]
-    answer = deep_ask(asker, QUESTION)
+    answer = asker.ask(QUESTION, mode="deep")
     assert answer.trace.stopped == "no_new_plan" and len(answer.trace.rounds) == 1
     check = answer.trace.rounds[0].check
     assert check is not None and check.reason == "the corpus does not say"
@@ -269,14 +269,14 @@ def test_not_answerable_without_a_further_plan_stops(asker: SAG, model: DeepMode
 
 def test_deep_without_an_llm_is_a_config_error(sag: SAG, corpus: dict[str, int]) -> None:  # noqa: F811
     with pytest.raises(ConfigError, match="deep mode needs an LLM: set SAG_LLM"):
-        deep_ask(sag, QUESTION)
+        sag.ask(QUESTION, mode="deep")
 
 
 def test_deep_parameter_errors(asker: SAG) -> None:  # noqa: F811
     with pytest.raises(QueryError, match="max_llm_calls must be at least 2"):
-        deep_ask(asker, QUESTION, max_llm_calls=1)
+        asker.ask(QUESTION, mode="deep", max_llm_calls=1)
     with pytest.raises(QueryError, match="max_rounds must be at least 1"):
-        deep_ask(asker, QUESTION, max_rounds=0)
+        asker.ask(QUESTION, mode="deep", max_rounds=0)
 
 
 def test_cli_ask_deep_prints_the_trace_and_json(db_dsn: str, tmp_path: Path, model: DeepModel,

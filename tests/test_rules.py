@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sag_pg.extract.query_names import query_names
 from sag_pg.extract.rules import RuleExtractor
 from sag_pg.text.normalize import normalize_key
 from sag_pg.types import Chunk, EventDraft, KeyDraft
@@ -366,25 +365,3 @@ def test_rules_speed_on_100_word_english_passages() -> None:
         extractor.extract(test_chunk, doc_title="Journal of Mathematical Physics")
     chunks_per_second = runs / (time.perf_counter() - start)
     assert chunks_per_second > 250  # measured ~2000/s on one core; the bound allows a loaded machine
-
-
-def test_query_names_are_capitalised_runs_and_chinese_proper_nouns() -> None:
-    spans = query_names("Which singer is American, Mark King or Nick Hexum?")
-    names = [name for name, _, _ in spans]
-    assert ("Mark King", 4, 5) in spans and ("Nick Hexum", 7, 8) in spans
-    assert "Mark King or Nick Hexum" in names  # a title may hold lower-case words ("or", "of", "in")
-    assert "Which" not in names  # a lone function word is no name
-    assert all(n.split()[-1][0].isupper() for n in names)  # runs end on a capitalised word
-    welcome = [n for n, _, _ in query_names("Who performed in both Welcome to the Show and f(x)?")]
-    assert "Welcome to the Show" in welcome and "Show and f" not in welcome
-    # A bare number is a value, not a name; inside a name it counts.
-    years = [n for n, _, _ in query_names("What won in 1999 at the 2007 FIFA U-20 World Cup?")]
-    assert "1999" not in years and "2007 FIFA U-20 World Cup" in years
-    assert query_names("what is the capital of france?") == []
-    alone = [n for n, _, _ in query_names("Was Deltha Lee O'Neal, III in C major?")]
-    assert "III" not in alone and "C" not in alone and "Deltha Lee O Neal III" in alone
-    # A hyphenated word is one word: "Kim Jong" is no span of "Kim Jong-chul".
-    assert [n for n, _, _ in query_names("Who is the wife of Kim Jong-chul?")][-3:] == [
-        "Kim", "Kim Jong-chul", "Jong-chul"]
-    chinese = [n for n, _, _ in query_names("曹操在官渡之战中击败了谁？")]
-    assert "曹操" in chinese and "谁" not in chinese

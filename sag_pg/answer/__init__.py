@@ -1,10 +1,12 @@
 """Answers with citations, and the deep query (sag-algorithm §3.4).
 
-    from sag_pg.answer import ask, deep_ask
-    answer = ask(sag, "When was the iPhone unveiled?", mode="normal")
+    answer = sag.ask("When was the iPhone unveiled?", mode="normal")      # sag = sag_pg.SAG()
     answer.text, answer.citations, answer.sufficient
-    deep = deep_ask(sag, "What did the founder of NeXT sell to fund Apple?", max_rounds=3, max_llm_calls=30)
+    deep = sag.ask("What did the founder of NeXT sell to fund Apple?", mode="deep", max_rounds=3, max_llm_calls=30)
     print_trace(Console(), deep.trace)
+
+The answer layer never imports the client: it is given a search callable (``SAG.search``), an LLM and, for deep
+mode, a background callable (``SAG.background``).
 
 Modules: :mod:`.evidence` (evidence text, citation checks), :mod:`.cited` (:func:`ask`, :class:`Answer`),
 :mod:`.plan` (the DAG: validation, one re-ask), :mod:`.execute` (parallel/ordered node runs),
@@ -14,11 +16,11 @@ Modules: :mod:`.evidence` (evidence text, citation checks), :mod:`.cited` (:func
 
 from __future__ import annotations
 
-from .cited import Answer, ask
+from .cited import Answer, Searcher, ask
 from .deep import DeepAnswer, deep_ask
 from .evidence import Citation
 from .plan import Plan, PlanEdge, PlanNode, validate_plan
 from .trace import DeepTrace, NodeTrace, RoundTrace, print_trace
 
-__all__ = ["Answer", "Citation", "DeepAnswer", "DeepTrace", "NodeTrace", "Plan", "PlanEdge", "PlanNode",
+__all__ = ["Answer", "Searcher", "Citation", "DeepAnswer", "DeepTrace", "NodeTrace", "Plan", "PlanEdge", "PlanNode",
            "RoundTrace", "ask", "deep_ask", "print_trace", "validate_plan"]

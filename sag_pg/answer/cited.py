@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError, QueryError
 from ..llm.base import Usage
@@ -23,13 +23,11 @@ from .meter import MeteredLLM
 from .schemas import ANSWER_SCHEMA
 
 if TYPE_CHECKING:
-    from ..client import SAG
     from ..llm.base import LLM
 
 __all__ = ["NO_EVIDENCE_ANSWER", "Answer", "answer_from_evidence", "ask", "require_llm"]
 
 DEFAULT_SOURCE = "default"  # the client's default source
-MODES = ("fast", "normal", "deep")
 NO_EVIDENCE_ANSWER = "The knowledge base holds no evidence for this question."
 
 
@@ -78,8 +76,15 @@ class _Written:
     notes: list[str]
 
 
-def require_llm(sag: SAG, what: str) -> LLM:
-    llm = sag.llm
+class Searcher(Protocol):
+    """What answering needs of a knowledge base: its search (``SAG.search`` is one)."""
+
+    def __call__(self, query: str, *, keys: Sequence[str] | None = None, sql: str | None = None,
+                 mode: str = "fast", source: str | Sequence[str] | None = DEFAULT_SOURCE,
+                 top_n: int = 10) -> SearchResult: ...
+
+
+def require_llm(llm: LLM | None, what: str) -> LLM:
     if llm is None:
         raise ConfigError(f"{what} needs an LLM: set SAG_LLM (e.g. openai:gpt-4o-mini; SAG_LLM_BASE_URL for a "
                           "local OpenAI-compatible server), or use `sag-pg search` for retrieval without one")
@@ -109,31 +114,23 @@ def answer_from_evidence(llm: MeteredLLM, question: str, chunks: Sequence[ChunkH
                     [citation(by_id[i]) for i in check.cited], check.unknown, notes)
 
 
-def ask(sag: SAG, question: str, *, mode: str = "fast", source: str | Sequence[str] | None = DEFAULT_SOURCE,
-        top_n: int = 10, keys: Sequence[str] | None = None, sql: str | None = None, **deep: Any) -> Answer:
+def ask(search: Searcher, llm: LLM | None, question: str, *, mode: str = "fast",
+        source: str | Sequence[str] | None = DEFAULT_SOURCE, top_n: int = 10, keys: Sequence[str] | None = None,
+        sql: str | None = None, prompts_dir: Path | None = None) -> Answer:
     """Search, then answer from the top ``top_n`` chunks with citations.
 
-    ``mode``: ``fast`` (search without LLM, then answer), ``normal`` (the LLM rewrites the question and
-    names its keys first, §3.3) or ``deep`` (a DAG of sub-questions with a ReAct check, §3.4; returns a
-    :class:`~sag_pg.answer.deep.DeepAnswer`; ``deep`` options such as ``max_rounds`` and
-    ``max_llm_calls`` go to :func:`~sag_pg.answer.deep.deep_ask`). Raises ConfigError without an LLM.
+    ``mode``: ``fast`` (search without LLM, then answer) or ``normal`` (the LLM rewrites the question and
+    names its keys first, §3.3); deep mode is :func:`~sag_pg.answer.deep.deep_ask` (``SAG.ask`` chooses).
+    Raises ConfigError without an LLM.
     """
-    if mode not in MODES:
+    if mode not in ("fast", "normal"):
         raise QueryError(f"unknown mode {mode!r}: use fast, normal or deep")
-    if mode == "deep":
-        if keys:
-            raise QueryError("keys are chosen by the LLM in deep mode; use fast or normal mode to give them")
-        from .deep import deep_ask
-
-        return deep_ask(sag, question, source=source, top_n=top_n, sql=sql, **deep)
-    if deep:
-        raise QueryError(f"{', '.join(sorted(deep))}: only for deep mode")
-    llm = MeteredLLM(require_llm(sag, f"answering in {mode} mode"))
+    metered = MeteredLLM(require_llm(llm, f"answering in {mode} mode"))
     started = time.perf_counter()
-    result = sag.search(question, keys=keys, sql=sql, mode=mode, source=source, top_n=top_n)
+    result = search(question, keys=keys, sql=sql, mode=mode, source=source, top_n=top_n)
     searched = time.perf_counter()
-    written = answer_from_evidence(llm, question, result.chunks, prompts_dir=sag.settings.prompts_dir)
-    usage: Usage = llm.usage()
+    written = answer_from_evidence(metered, question, result.chunks, prompts_dir=prompts_dir)
+    usage: Usage = metered.usage()
     return Answer(
         question=question, mode=mode, text=written.text, sufficient=written.sufficient, missing=written.missing,
         citations=written.citations, evidence=list(result.chunks), dropped_citations=written.dropped,

@@ -20,7 +20,7 @@ find the budget used up are marked ``budget`` and the query goes on to answer wi
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -28,10 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LLMError, QueryError
 from ..prompts import bullets, render
-from ..search.engine import resolve_sources
-from ..search.normal import query_context
 from ..search.result import ChunkHit
-from .cited import DEFAULT_SOURCE, Answer, answer_from_evidence, require_llm
+from .cited import DEFAULT_SOURCE, Answer, Searcher, answer_from_evidence, require_llm
 from .evidence import check_citations, format_evidence, merge_chunks
 from .execute import run_dag
 from .meter import BudgetExhausted, MeteredLLM
@@ -40,7 +38,10 @@ from .schemas import NODE_ANSWER_SCHEMA, NODE_QUERY_SCHEMA, PLAN_DAG_SCHEMA, REA
 from .trace import CheckTrace, DeepTrace, NodeTrace, RoundTrace, SubQuery
 
 if TYPE_CHECKING:
-    from ..client import SAG
+    from ..llm.base import LLM
+
+# The background of a question (sag.context_for_query): its nearest events and keys, for the planner.
+Background = Callable[[str, "list[str] | None"], dict[str, Any]]
 
 __all__ = ["DEFAULT_MAX_LLM_CALLS", "DEFAULT_MAX_ROUNDS", "DeepAnswer", "deep_ask"]
 
@@ -60,16 +61,18 @@ class DeepAnswer(Answer):
         return {**super().to_dict(), "trace": self.trace.to_dict()}
 
 
-def deep_ask(sag: SAG, question: str, *, source: str | Sequence[str] | None = DEFAULT_SOURCE, top_n: int = 10,
+def deep_ask(search: Searcher, background: Background, llm: LLM | None, question: str, *,
+             source: str | Sequence[str] | None = DEFAULT_SOURCE, top_n: int = 10,
              sql: str | None = None, max_rounds: int = DEFAULT_MAX_ROUNDS,
              max_llm_calls: int = DEFAULT_MAX_LLM_CALLS, max_nodes: int = DEFAULT_MAX_NODES,
              node_top_n: int = DEFAULT_NODE_TOP_N, searches_per_node: int = DEFAULT_SEARCHES_PER_NODE,
-             parallelism: int | None = None) -> DeepAnswer:
+             parallelism: int = 4, prompts_dir: Path | None = None) -> DeepAnswer:
     """Answer ``question`` with a deep query (see the module docstring); the trace is ``answer.trace``.
 
-    ``top_n``: chunks given to the final answer; ``node_top_n``: chunks per node search; ``sql``: a
-    restriction applied to every node search; ``max_nodes``: per plan; ``parallelism``: nodes at once
-    (default: the LLM concurrency setting). Raises ConfigError without an LLM, LLMError when the
+    ``search``: the knowledge base's search (``SAG.search``); ``background``: the question's nearest events
+    and keys (``SAG.background``).  ``top_n``: chunks given to the final answer; ``node_top_n``: chunks per
+    node search; ``sql``: a restriction applied to every node search; ``max_nodes``: per plan;
+    ``parallelism``: nodes at once. Raises ConfigError without an LLM, LLMError when the
     endpoint fails or plans an unusable DAG twice, QueryError for bad parameters.
     """
     if not question or not question.strip():
@@ -79,18 +82,21 @@ def deep_ask(sag: SAG, question: str, *, source: str | Sequence[str] | None = DE
                                ("searches_per_node", searches_per_node, 1)):
         if value < least:
             raise QueryError(f"{name} must be at least {least}, got {value}")
-    llm = MeteredLLM(require_llm(sag, "deep mode"), max_calls=max_llm_calls, reserve=1)
+    if parallelism < 1:
+        raise QueryError(f"parallelism must be at least 1, got {parallelism}")
+    metered = MeteredLLM(require_llm(llm, "deep mode"), max_calls=max_llm_calls, reserve=1)
     sources = [source] if isinstance(source, str) else (list(source) if source is not None else None)
-    run = _DeepRun(sag=sag, llm=llm, question=question.strip(), sources=sources, sql=sql, node_top_n=node_top_n,
-                   searches_per_node=searches_per_node, prompts_dir=sag.settings.prompts_dir,
+    run = _DeepRun(search=search, background=background, llm=metered, question=question.strip(), sources=sources,
+                   sql=sql, node_top_n=node_top_n, searches_per_node=searches_per_node, prompts_dir=prompts_dir,
                    trace=DeepTrace(question=question.strip(), max_rounds=max_rounds, max_llm_calls=max_llm_calls),
-                   parallelism=parallelism or sag.settings.llm_concurrency)
+                   parallelism=parallelism)
     return run.answer(max_nodes=max_nodes, top_n=top_n)
 
 
 @dataclass
 class _DeepRun:
-    sag: SAG
+    search: Searcher
+    background: Background
     llm: MeteredLLM
     question: str
     sources: list[str] | None
@@ -104,9 +110,7 @@ class _DeepRun:
     def answer(self, *, max_nodes: int, top_n: int) -> DeepAnswer:
         trace, timings = self.trace, dict[str, float]()
         started = time.perf_counter()
-        embedder = self.sag.embedder  # bound once here, not raced for by the node threads
-        with self.sag.db.connect() as conn:
-            context = query_context(conn, embedder, self.question, resolve_sources(conn, self.sources))
+        context = self.background(self.question, self.sources)
         trace.background = {"events": context["events"], "keys": context["keys"]}
         timings["context"] = (time.perf_counter() - started) * 1000.0
 
@@ -140,8 +144,8 @@ class _DeepRun:
         before_answer = time.perf_counter()
         evidence = _final_evidence(trace.nodes, top_n)
         if not evidence:  # no node got to search (the budget): the question's own search, without LLM
-            evidence = list(self.sag.search(self.question, sql=self.sql, mode="fast", source=self.sources,
-                                            top_n=top_n).chunks)
+            evidence = list(self.search(self.question, sql=self.sql, mode="fast", source=self.sources,
+                                        top_n=top_n).chunks)
             if evidence:
                 trace.notes.append("no sub-question found evidence; answered from a search of the question")
         written = answer_from_evidence(self.llm, self.question, evidence, prompt="deep_answer",
@@ -219,8 +223,8 @@ class _DeepRun:
 
     def _search(self, node: NodeTrace, query: str, keys: list[str]) -> list[ChunkHit]:
         started = time.perf_counter()
-        result = self.sag.search(query, keys=keys or None, sql=self.sql, mode="fast", source=self.sources,
-                                 top_n=self.node_top_n)
+        result = self.search(query, keys=keys or None, sql=self.sql, mode="fast", source=self.sources,
+                             top_n=self.node_top_n)
         node.sub_queries.append(SubQuery(query, keys, [c.chunk_id for c in result.chunks],
                                          time.perf_counter() - started))
         node.chunks = merge_chunks(node.chunks, result.chunks)

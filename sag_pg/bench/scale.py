@@ -333,7 +333,7 @@ def measure(dsn: str, config: SynthConfig, result: ScaleResult, *, queries: int 
         stages: dict[str, list[float]] = {}
         for i, ((vector, tokens), probe_vector) in enumerate(zip(asked, probed_with)):
             started = time.perf_counter()
-            found = retrieve(conn, vector, tokens, source_ids=[SOURCE_ID], top_n=10)
+            found = retrieve(conn, " ".join(tokens), vector, source_ids=[SOURCE_ID], top_n=10)
             searched = time.perf_counter()
             probe.execute(_PROBE, [probe_vector]).fetchall()
             probed = time.perf_counter()

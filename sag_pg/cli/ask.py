@@ -37,7 +37,6 @@ def ask(app: AppContext, question: str, mode: str, sources: tuple[str, ...], all
 
         sag-pg ask "When was the iPhone unveiled?" --source demo --mode deep
     """
-    from ..answer import ask as ask_question
     from ..answer import print_trace
 
     if mode != "deep":
@@ -47,7 +46,7 @@ def ask(app: AppContext, question: str, mode: str, sources: tuple[str, ...], all
             raise click.UsageError(f"{', '.join(given)}: only with --mode deep")
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
     deep: dict[str, Any] = {"max_rounds": max_rounds, "max_llm_calls": max_llm_calls} if mode == "deep" else {}
-    answer = ask_question(app.sag(), question, mode=mode, source=source, top_n=top_n, **deep)
+    answer = app.sag().ask(question, mode=mode, source=source, top_n=top_n, **deep)
     if as_json:
         echo_json(answer.to_dict())
         return

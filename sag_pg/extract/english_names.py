@@ -5,7 +5,7 @@ connectors inside ("of", "de", "van"); it is split at weak connectors and at "X 
 of leading function words and honorifics, and typed as organization (suffix/head words like University,
 Inc, Party), location (gazetteer, "in X", "city of X", "X, Illinois", place prefixes like New/San/Fort),
 person (2–4 title-case words, or a word after an honorific such as Dr./President) or topic.  Used by the
-rule extractor (:mod:`.rules`) and the question-name spans (:mod:`.query_names`).
+rule extractor (:mod:`.rules`); the question side is SQL's sag.named_keys (sql/idempotent/032-question.sql).
 """
 
 from __future__ import annotations

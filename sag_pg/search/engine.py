@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psycopg
 
+from ..db import retrieval as db
 from ..errors import QueryError
 from ..text.normalize import normalize_key
-from ..text.tokenize import search_tokens
 from .restrict import allowed_events, parse_restriction
 from .result import SearchResult
 from .retrieve import RetrievalParams, retrieve
@@ -23,13 +23,10 @@ SEARCH_TIMEOUT_MS = 30_000
 
 def resolve_sources(conn: psycopg.Connection, names: Sequence[str] | None) -> list[int] | None:
     """Source names to ids; None searches every source. Unknown names are a QueryError."""
-    if names is None:
-        return None
     try:
-        row = conn.execute("select sag.source_ids(%s)", [list(names)]).fetchone()
+        return db.source_ids(conn, names)
     except psycopg.errors.NoDataFound as exc:
         raise QueryError(exc.diag.message_primary or str(exc)) from exc
-    return list(row[0]) if row and row[0] else []
 
 
 def seed_keys(conn: psycopg.Connection, embedder: Embedder, keys: Sequence[str],
@@ -37,12 +34,8 @@ def seed_keys(conn: psycopg.Connection, embedder: Embedder, keys: Sequence[str],
     names = [k.strip() for k in keys if k and k.strip()]
     if not names:
         return []
-    vectors = list(embedder.embed(names))
-    rows = conn.execute(
-        "select key_id, similarity from sag.match_named_keys(%s, %s, %b::vector[], %s)",
-        [names, [normalize_key(n) for n in names], vectors, source_ids],
-    ).fetchall()
-    return [(int(k), float(s)) for k, s in rows]
+    return db.match_named_keys(conn, names, [normalize_key(n) for n in names], list(embedder.embed(names)),
+                               source_ids)
 
 
 def search(conn: psycopg.Connection, embedder: Embedder, query: str, *, keys: Sequence[str] | None = None,
@@ -54,7 +47,7 @@ def search(conn: psycopg.Connection, embedder: Embedder, query: str, *, keys: Se
     if top_n < 1:
         raise QueryError(f"top_n must be at least 1, got {top_n}")
     restriction = parse_restriction(sql) if sql else None
-    embedding = embedder.embed([query])[0]
+    embedding = getattr(embedder, "embed_query", embedder.embed)([query])[0]  # queries get the query prefix
     if not np.any(embedding):
         embedding = embedding.copy()  # an all-zero query vector still runs: BM25 and keys carry it
     # Searches only read: a read-only session, with a ceiling on every statement.
@@ -66,7 +59,7 @@ def search(conn: psycopg.Connection, embedder: Embedder, query: str, *, keys: Se
     allowed = allowed_events(conn, restriction, source_ids) if restriction else None
     kwargs: dict[str, Any] = {"allowed": allowed} if allowed is not None else {}
     try:
-        return retrieve(conn, embedding, search_tokens(query), source_ids=source_ids, seed_keys=seeds, top_n=top_n,
-                        params=params or RetrievalParams(), use_pagerank=use_pagerank, query=query, **kwargs)
+        return retrieve(conn, query, embedding, source_ids=source_ids, seed_keys=seeds, top_n=top_n,
+                        params=params or RetrievalParams(), use_pagerank=use_pagerank, **kwargs)
     except psycopg.errors.QueryCanceled as exc:
         raise QueryError(f"search exceeded {SEARCH_TIMEOUT_MS / 1000:.0f} s and was cancelled") from exc

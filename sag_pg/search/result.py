@@ -71,16 +71,24 @@ class ChunkHit:
 
 @dataclass
 class SearchResult:
-    """The top chunks, best first; the activated keys (key-final), heaviest first; timings per stage."""
+    """The top chunks, best first; the activated keys (key-final), heaviest first; timings per stage.
+
+    ``terms``: the question's BM25 terms and ``named_keys``: the ids of the keys it names (sag.query_terms,
+    sag.named_keys); ``rewrite``: normal mode's LLM rewrite of the question (None in fast mode)."""
 
     query: str
     chunks: list[ChunkHit]
     keys: list[KeyHit]
     timings_ms: dict[str, float]
+    terms: list[str] = field(default_factory=list)
+    named_keys: list[int] = field(default_factory=list)
+    rewrite: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "results": [c.to_dict() for c in self.chunks],
             "keys": [k.to_dict() for k in self.keys],
+            "terms": list(self.terms),
+            "named_keys": list(self.named_keys),
             "timings_ms": dict(self.timings_ms),
         }

@@ -45,13 +45,84 @@ begin
     -- (Data-modifying WITH queries run to completion whether or not they are read.)
     select count(*) into folded from moved;
     delete from sag.term_stats where df = 0;
+    if folded > 0 then
+        perform sag.calibrate();
+    end if;
     return folded;
 end;
 $$;
 comment on function sag.flush_term_stats() is
     'Folds the queued chunk insertions and deletions (sag.term_stats_pending) into sag.term_stats and '
     'sag.corpus_stats; returns how many queued chunks it folded.  Ingestion calls it at the end of every run; '
-    'the statistics read by BM25 are exact whether or not it has run.';
+    'the statistics read by BM25 are exact whether or not it has run.  When it folded anything it also '
+    're-calibrates the retrieval (sag.calibrate).';
+
+-- What the retrieval derives from each source's data instead of taking fixed numbers, stored in
+-- sag.settings ('calibration': {"<source id>": {...}}).  docs/retrieval.md gives the measurements.
+--   events:      the source's events: N of the key specificity ln(1 + N / events of the key).
+--   hub_events:  a key with more events is a hub (never expanded, sag-algorithm's noise keys): the 99th
+--                percentile of the keys' event counts, at least 20.  A fixed 20 made every story key of a
+--                corpus of repeated news a hub (rgb-zh: 99th percentile 93, MuSiQue 21).
+-- Sources with more than 200,000 keys take the percentile over a page sample (TABLESAMPLE SYSTEM) of
+-- about 100,000 keys: reading every key of 2.6 M (1 M events) takes seconds.
+create or replace function sag.calibrate()
+returns jsonb
+language plpgsql
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    result jsonb;
+    sample_percent float8;
+begin
+    select least(100, 100 * 100000 / greatest(reltuples, 1)) into sample_percent
+      from pg_class where oid = 'sag.keys'::regclass;
+    if sample_percent < 50 then
+        with per_source as (
+            select k.source_id, percentile_disc(0.99) within group (order by k.event_count) as p99
+              from sag.keys k tablesample system (sample_percent) group by k.source_id)
+        select coalesce(jsonb_object_agg(s.id::text, jsonb_build_object(
+                   'events', (select count(*) from sag.events e where e.source_id = s.id),
+                   'hub_events', greatest(20, coalesce(p.p99, 20)))), '{}')
+          into result
+          from sag.sources s left join per_source p on p.source_id = s.id;
+    else
+        with per_source as (
+            select k.source_id, percentile_disc(0.99) within group (order by k.event_count) as p99
+              from sag.keys k group by k.source_id)
+        select coalesce(jsonb_object_agg(s.id::text, jsonb_build_object(
+                   'events', (select count(*) from sag.events e where e.source_id = s.id),
+                   'hub_events', greatest(20, coalesce(p.p99, 20)))), '{}')
+          into result
+          from sag.sources s left join per_source p on p.source_id = s.id;
+    end if;
+    insert into sag.settings (name, value) values ('calibration', result)
+    on conflict (name) do update set value = excluded.value, updated_at = now();
+    return result;
+end;
+$$;
+comment on function sag.calibrate() is
+    'Derives the retrieval''s data-dependent parameters for every source and stores them in sag.settings '
+    '(''calibration''): events (N of the key specificity) and hub_events (the 99th percentile of the keys'' '
+    'event counts, at least 20: keys with more events are hubs).  sag.flush_term_stats runs it after an '
+    'ingest; run it by hand after loading rows yourself.  Example: select sag.calibrate();';
+
+-- The calibration of the given sources (NULL = all): their events, and the largest hub limit among them.
+-- Without a calibration (nothing ingested through sag-pg yet): events NULL (no specificity) and 20.
+create or replace function sag.calibration(source_ids bigint[] default null)
+returns table (events bigint, hub_events integer)
+language sql stable
+set search_path = sag, public, pg_catalog
+as $$
+    select sum((c.value ->> 'events')::bigint)::bigint, coalesce(max((c.value ->> 'hub_events')::integer), 20)
+      from sag.settings st
+      left join lateral jsonb_each(st.value) c on source_ids is null or c.key::bigint = any (source_ids)
+     where st.name = 'calibration'
+    union all
+    select null, 20 where not exists (select 1 from sag.settings where name = 'calibration')
+$$;
+comment on function sag.calibration(bigint[]) is
+    'The stored calibration (sag.calibrate) of the given sources, NULL = all: events (sum) and hub_events '
+    '(the largest).  Without one: NULL and 20.';
 
 create or replace function sag.rebuild_term_stats()
 returns void

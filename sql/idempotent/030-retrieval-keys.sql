@@ -43,6 +43,10 @@ drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], b
                                         integer, integer);
 drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
                                         integer, integer, bigint[]);
+drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+                                        integer, integer, bigint[], bigint[], float8);
+drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+                                          bigint[], float8[], float8[], float8, integer, bigint[]);
 
 -- Nearest neighbours by the HNSW indexes: the `lim` rows nearest to `query_embedding` (cosine distance), in
 -- the index's order (relaxed: nearly sorted), NaN distances (zero vectors) left out.  Callers sort.
@@ -195,14 +199,36 @@ comment on function sag.match_keys(vector, bigint[], integer, float8) is
     'with the question score up to about 0.5, entity names it contains 0.5-0.9).  '
     'Example: select * from sag.match_keys(sag.embed_hash(''who founded Apple''));';
 
+-- How much an activated key counts, besides the weight of the events that activate it:
+--   * specificity: ln(1 + N / events of the key) / ln(1 + N), N = the events of the searched sources
+--     (sag.calibration): 1 for a key of one event, small for one in every event.  Activation sums over
+--     events, so without it the generic keys a question's neighbourhood shares (工程师, 研究, 2022, "film")
+--     outweigh the rare name that bridges two documents.  corpus_events NULL: 1.
+--   * the key type's weight of the key's source (sources.config -> key_types, `sag-pg source --key-type`),
+--     by default dataflow-activation's: person, organization, location 1, topic 0.8, time and tag 0.6,
+--     action 0.5; other types 1.
+create or replace function sag._key_weight(key_type text, event_count integer, corpus_events bigint,
+                                           key_types jsonb default null)
+returns float8
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select (case when corpus_events is null or corpus_events < 1 then 1.0
+                 else ln(1 + corpus_events::float8 / greatest(event_count, 1)) / ln(1 + corpus_events::float8) end)
+         * coalesce((key_types ->> key_type)::float8,
+                    case key_type when 'topic' then 0.8 when 'time' then 0.6 when 'tag' then 0.6
+                                  when 'action' then 0.5 else 1.0 end)
+$$;
+
 -- Reverse activation and dynamic pruning, shared by stage 1 and every hop of stage 2:
---   W(k) = sum of the weights of the given events that contain k;
+--   W(k) = sum of the weights of the given events that contain k, times the key's weight (sag._key_weight);
 --   kept if W(k) >= threshold * the largest W, then the top_n by W (ties by key_id);
 --   L1-normalized over the kept keys: the returned weights sum to 1.
 -- Hub keys (event_count > max_key_events) and keys outside source_ids are left out before anything else.
+drop function if exists sag._activate(bigint[], float8[], bigint[], float8, integer, integer);
 create or replace function sag._activate(
     event_ids bigint[], event_weights float8[], source_ids bigint[],
-    threshold float8, top_n integer, max_key_events integer)
+    threshold float8, top_n integer, max_key_events integer, corpus_events bigint default null)
 returns table (key_id bigint, weight float8)
 language sql stable
 set search_path = sag, public, pg_catalog
@@ -217,11 +243,15 @@ as $$
          group by ek.key_id
     ),
     eligible as (
-        select a.key_id, a.w, max(a.w) over () as top
-          from activated a
-          join sag.keys k on k.id = a.key_id
-         where k.event_count <= max_key_events
-           and (source_ids is null or k.source_id = any (source_ids))
+        select x.key_id, x.w, max(x.w) over () as top
+          from (select a.key_id,
+                       a.w * sag._key_weight(k.type, k.event_count, corpus_events, s.config -> 'key_types') as w
+                  from activated a
+                  join sag.keys k on k.id = a.key_id
+                  join sag.sources s on s.id = k.source_id
+                 where k.event_count <= max_key_events
+                   and (source_ids is null or k.source_id = any (source_ids))) x
+         where x.w > 0
     ),
     kept as (
         select g.key_id, g.w
@@ -249,7 +279,8 @@ create or replace function sag.activate_keys(
     chunk_text_scores float8[] default null,
     text_weight float8 default 0.85,
     feedback_chunks integer default 1,
-    event_filter bigint[] default null)
+    event_filter bigint[] default null,
+    corpus_events bigint default null)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -381,12 +412,12 @@ begin
 
     return query
     select a.key_id, a.weight, 1
-      from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events) a
+      from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events) a
      order by a.weight desc, a.key_id;
 end;
 $$;
 comment on function sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
-                                      bigint[], float8[], float8[], float8, integer, bigint[]) is
+                                      bigint[], float8[], float8[], float8, integer, bigint[], bigint) is
     'Stage 1 (sag-algorithm §2.2 steps 2-8).  Seeds k1: the given keys (e.g. from sag.match_keys) plus, when the '
     'query''s chunks are given (chunk_ids/chunk_similarities/chunk_text_scores, from sag.query_chunks), every key '
     'of the feedback_chunks chunks with the highest s, with k1 = s (pseudo-relevance feedback).  Seeds -> their '
@@ -411,7 +442,8 @@ create or replace function sag.expand_keys(
     max_key_events integer default 20,
     event_filter bigint[] default null,
     floor_key_ids bigint[] default null,
-    floor_share float8 default 0)
+    floor_share float8 default 0,
+    corpus_events bigint default null)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -478,7 +510,7 @@ begin
         -- Reverse activation over all keys of those events, pruned and L1-normalized: F'.
         select array_agg(a.key_id order by a.weight desc, a.key_id), array_agg(a.weight order by a.weight desc, a.key_id)
           into f_ids, f_w
-          from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events) a;
+          from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events) a;
         exit when f_ids is null;
 
         select count(*) into new_keys from unnest(f_ids) k where k <> all (acc_ids);
@@ -507,7 +539,7 @@ begin
 end;
 $$;
 comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer,
-                                    integer, bigint[], bigint[], float8) is
+                                    integer, bigint[], bigint[], float8, bigint) is
     'Stage 2, the multi-hop loop (sag-algorithm §2.3).  From the previous hop''s key set F (first: the input '
     'keys): events of F (SQL join; hubs with more than max_key_events events not expanded; only event_filter '
     'events when given); their exact cosine with the original query; W_event-key-2(e) = sum of W(k) over k in F '
@@ -516,4 +548,4 @@ comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigin
     '(the input keys'' largest step + 1, +2, ...).  Stops after hop max_step or when fewer than min_new_keys new '
     'keys arrived.  Returns the accumulated key-final, input keys included: each key with its first step and its '
     'largest weight, ordered by weight; a key of floor_key_ids weighs at least floor_share * the largest weight '
-    '(the keys named in the question, sag.keys_named).';
+    '(the keys named in the question, sag.named_keys).';

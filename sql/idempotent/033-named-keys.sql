@@ -53,27 +53,3 @@ $$;
 comment on function sag.context_for_query(vector, bigint[], integer, integer) is
     'Background for an LLM query rewrite or plan (sag-algorithm 3.3/3.4 step 1): the events and keys nearest '
     'to the query by vector, and the key types of the sources.';
-
--- Key names written in the query itself (sag_pg.extract.rules.query_names gives the candidate spans).
--- Its result columns changed once (the hub flag): CREATE OR REPLACE cannot change a return type.
-drop function if exists sag.keys_named(text[], bigint[], integer);
-create or replace function sag.keys_named(
-    normalized text[], source_ids bigint[] default null, max_key_events integer default null)
-returns table (ord integer, key_id bigint, hub boolean)
-language sql stable
-set search_path = sag, public, pg_catalog
-as $$
-    -- Exact normalized matches only (a name is either written in the query or not); string keys.  Hubs (more
-    -- than max_key_events events) are flagged: retrieval never expands them, but the name is still written
-    -- there ("British Empire" is not the key "Empire").
-    select q.n::int, k.id, max_key_events is not null and k.event_count > max_key_events
-      from unnest(normalized) with ordinality as q(norm, n)
-      join sag.keys k on k.normalized = q.norm
-     where k.value_string is not null
-       and (source_ids is null or k.source_id = any (source_ids))
-     order by q.n, k.id
-$$;
-comment on function sag.keys_named(text[], bigint[], integer) is
-    'The string keys whose normalized name is one of the given names: (1-based ord of the name, key id, hub = '
-    'more than max_key_events events; NULL = no limit).  Retrieval seeds stage 1 with the non-hub keys named in '
-    'the question (sag_pg.search.retrieve).  Example: select * from sag.keys_named(array[''marieantoinette'']);';

@@ -1,5 +1,5 @@
 """Stage 3 (sag-algorithm §2.4) and the chunk baselines: sag.rank_chunks, sag.dense_chunks, sag.hybrid_chunks,
-and the composed psql search (sag.search_by_vector, sag.search).
+and the composed psql search (sag.search over sag.retrieve).
 
 The rank_chunks graph (source "one"), query q = (1, 0, 0), query tokens ["apple"]:
     chunk  embedding  sim  tokens               chunk_keys (count)
@@ -271,12 +271,6 @@ def test_hybrid_chunks_is_reciprocal_rank_fusion(db_conn: psycopg.Connection, gr
 # The composed search
 
 
-def test_query_tokens(db_conn: psycopg.Connection) -> None:
-    row = db_conn.execute("select sag._query_tokens('Who founded Apple-Computer in 1976? 乔布斯 创建')").fetchone()
-    assert row == (["who", "founded", "apple", "computer", "in", "1976", "乔布斯", "创建"],)
-    assert db_conn.execute("select sag._query_tokens(null)").fetchone() == ([],)
-
-
 def search_graph(g: GraphBuilder, source: str) -> dict[str, int]:
     s = g.source(source)
     doc = g.document(s, f"{source}/apple.md", title="Apple")
@@ -294,7 +288,7 @@ def test_search_by_vector_composes_the_stages(db_conn: psycopg.Connection) -> No
     one = search_graph(g, "one")
     two = search_graph(g, "two")
     query = "who founded apple"
-    got = db_conn.execute("select * from sag.search_by_vector(%s::vector, %s, source => 'one')", [Q, query]).fetchall()
+    got = db_conn.execute("select * from sag.search(%s, source => 'one', query_embedding => %s::vector)", [query, Q]).fetchall()
     manual = db_conn.execute(
         """
         with seeds as (select array_agg(key_id) ids, array_agg(similarity) w from sag.match_keys(%(q)s::vector, %(s)s)),
@@ -305,11 +299,15 @@ def test_search_by_vector_composes_the_stages(db_conn: psycopg.Connection) -> No
                   from seeds, qc, sag.activate_keys(%(q)s::vector, seeds.ids, seeds.w, %(s)s, chunk_ids => qc.ids,
                                                     chunk_similarities => qc.sim, chunk_text_scores => qc.ts) a),
         fin as (select array_agg(e.key_id) ids, array_agg(e.weight) w, array_agg(e.step) st
-                  from act, sag.expand_keys(%(q)s::vector, act.ids, act.w, act.st, %(s)s) e)
+                  from act, sag.expand_keys(%(q)s::vector, act.ids, act.w, act.st, %(s)s) e),
+        top_text as (select array_agg(q.chunk_id order by q.text_score desc, q.chunk_id) ids
+                       from (select * from sag.query_chunks(%(q)s::vector, %(t)s, %(s)s) where text_score > 0
+                              order by text_score desc, chunk_id limit 3) q),
+        kw as (select least(1, 2 * (1 - sag.question_coverage(%(t)s, top_text.ids, %(s)s))) w from top_text)
         select r.chunk_id, r.weight_init
-          from fin, qc, sag.rank_chunks(%(q)s::vector, %(t)s, fin.ids, fin.w, fin.st, %(s)s, chunk_ids => qc.ids,
-                                        chunk_similarities => qc.sim, chunk_text_scores => qc.ts,
-                                        chunk_via_vector => qc.vv) r
+          from fin, qc, kw, sag.rank_chunks(%(q)s::vector, %(t)s, fin.ids, fin.w, fin.st, %(s)s, chunk_ids => qc.ids,
+                                            chunk_similarities => qc.sim, chunk_text_scores => qc.ts,
+                                            chunk_via_vector => qc.vv, key_weight => kw.w) r
         """,
         {"q": Q, "s": [one["source"]], "t": ["who", "founded", "apple"]},
     ).fetchall()
@@ -318,19 +316,20 @@ def test_search_by_vector_composes_the_stages(db_conn: psycopg.Connection) -> No
     assert got[0][:4] == ("one/apple.md", one["c1"], "Apple", "Apple was founded by Steve Jobs")
     assert got[1][1] == one["c2"]
     # All sources: both copies; top_n.
-    every = db_conn.execute("select chunk_id from sag.search_by_vector(%s::vector, %s, top_n => 3)", [Q, query]).fetchall()
+    every = db_conn.execute("select chunk_id from sag.search(%s, top_n => 3, source => null, query_embedding => %s::vector)",
+                            [query, Q]).fetchall()
     assert len(every) == 3 and {r[0] for r in every} <= {one["c1"], one["c2"], two["c1"], two["c2"]}
     with pytest.raises(psycopg.errors.NoDataFound, match="no source named 'three'"), db_conn.transaction():
-        db_conn.execute("select * from sag.search_by_vector(%s::vector, 'q', source => 'three')", [Q])
+        db_conn.execute("select * from sag.search('q', source => 'three', query_embedding => %s::vector)", [Q])
     with pytest.raises(psycopg.errors.InvalidParameterValue), db_conn.transaction():
-        db_conn.execute("select * from sag.search_by_vector(%s::vector, 'q', top_n => 0)", [Q])
+        db_conn.execute("select * from sag.search('q', top_n => 0, query_embedding => %s::vector)", [Q])
 
 
 def test_search_needs_the_hash_embedder(db_conn: psycopg.Connection) -> None:
     GraphBuilder(db_conn)   # bound to "test"
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="embedder is test") as err:
         db_conn.execute("select * from sag.search('who founded apple')")
-    assert "search_by_vector" in (err.value.diag.message_hint or "")
+    assert "query_embedding" in (err.value.diag.message_hint or "")
 
 
 def test_search_with_the_hash_embedder(db_conn: psycopg.Connection) -> None:
@@ -350,7 +349,7 @@ def test_search_with_the_hash_embedder(db_conn: psycopg.Connection) -> None:
         chunks.append(c)
     got = db_conn.execute("select chunk_id, score from sag.search('apple pie', 2, 'fruit')").fetchall()
     same = db_conn.execute(
-        "select chunk_id, score from sag.search_by_vector(sag.embed_hash('apple pie', 64), 'apple pie', 2, 'fruit')"
+        "select chunk_id, score from sag.search('apple pie', 2, 'fruit', sag.embed_hash('apple pie', 64))"
     ).fetchall()
     assert got == same
     assert got[0][0] == chunks[0]

@@ -1,10 +1,11 @@
-"""sag.keys_named: the keys whose normalized name a question writes out."""
+"""sag.named_keys and sag.query_terms: the question side of a search, analysed in SQL."""
 
 from __future__ import annotations
 
 import psycopg
 import pytest
 
+from sag_pg.text.normalize import normalize_key
 from tests.sql.graph_builder import GraphBuilder
 
 
@@ -19,40 +20,81 @@ def graph(db_conn: psycopg.Connection) -> dict[str, int]:
         "vance_two": g.key(two, "Quentin Vance", (0, 0, 1)),
         "hub": g.key(one, "United States", (0, 1, 0)),
         "year": g.key(one, "1999", number=1999.0),
+        "nick": g.key(one, "Nick"),
+        "hexum": g.key(one, "Nick Hexum"),
+        "king": g.key(one, "Mark King"),
+        "empire": g.key(one, "Empire"),
+        "british": g.key(one, "British Empire"),
+        "film": g.key(one, "film"),
+        "sonata": g.key(one, "Bridge over the River Kwai"),
+        "zhang": g.key(one, "张伟", type="person"),
+        "beijing": g.key(one, "北京", type="location"),
+        "work": g.key(one, "工作", type="topic"),
+        "creme": g.key(one, "Crème Brûlée"),
     }
     for _ in range(3):
         g.link(g.event(chunk, "e", (1, 0, 0)), ids["hub"])
+    # Ingestion stores normalize_key (GraphBuilder a plain lower case).
     for key_id, name in db_conn.execute("select id, name from sag.keys").fetchall():
-        db_conn.execute("update sag.keys set normalized = lower(replace(%s, ' ', '')) where id = %s", [name, key_id])
+        db_conn.execute("update sag.keys set normalized = %s where id = %s", [normalize_key(name), key_id])
     return {**ids, "one": one, "two": two}
 
 
-def named(conn: psycopg.Connection, names: list[str], source_ids: list[int] | None = None,
-          max_key_events: int | None = None, *, hubs: bool = False) -> list[tuple[int, ...]]:
-    rows = conn.execute("select ord, key_id, hub from sag.keys_named(%s, %s, %s)",
-                        [names, source_ids, max_key_events]).fetchall()
-    return [(r[0], r[1], r[2]) if hubs else (r[0], r[1]) for r in rows]
+def named(conn: psycopg.Connection, question: str, source_ids: list[int] | None = None,
+          max_key_events: int | None = None) -> list[tuple[object, ...]]:
+    return conn.execute("select key_id, name, first_word, last_word, hub from sag.named_keys(%s, %s, "
+                        "max_key_events => %s)", [question, source_ids, max_key_events]).fetchall()
 
 
-def test_exact_names_of_every_type_in_the_sources(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
-    # Every key of that normalized name (any type), ordered by name position, then key id.
-    assert named(db_conn, ["nobody", "quentinvance"], [graph["one"]]) == [
-        (2, graph["vance"]), (2, graph["vance_person"])]
-    assert named(db_conn, ["quentinvance"], [graph["two"]]) == [(1, graph["vance_two"])]
-    assert {k for _, k in named(db_conn, ["quentinvance"])} == {graph["vance"], graph["vance_person"],
-                                                                 graph["vance_two"]}
-    # Exact only: a prefix or a near spelling is no match.
-    assert named(db_conn, ["quentin", "quentinvanc"]) == []
-
-
-def test_hubs_are_flagged_and_non_string_keys_left_out(db_conn: psycopg.Connection,
-                                                       graph: dict[str, int]) -> None:
-    # "United States" has 3 events: a hub when the limit is below 3 (no limit: never a hub).
+def test_names_of_every_type_in_the_sources(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
     one = [graph["one"]]
-    assert named(db_conn, ["unitedstates"], one, hubs=True) == [(1, graph["hub"], False)]
-    assert named(db_conn, ["unitedstates"], one, max_key_events=3, hubs=True) == [(1, graph["hub"], False)]
-    assert named(db_conn, ["unitedstates"], one, max_key_events=2, hubs=True) == [(1, graph["hub"], True)]
-    assert named(db_conn, ["quentinvance"], one, max_key_events=2, hubs=True) == [
-        (1, graph["vance"], False), (1, graph["vance_person"], False)]  # no events at all: not a hub
-    assert named(db_conn, ["1999"]) == []       # a numeric key is a value, not a name
-    assert named(db_conn, []) == []
+    assert named(db_conn, "Where was Quentin Vance born?", one) == [
+        (graph["vance"], "Quentin Vance", 3, 4, False), (graph["vance_person"], "Quentin Vance", 3, 4, False)]
+    assert [r[0] for r in named(db_conn, "Where was Quentin Vance born?", [graph["two"]])] == [graph["vance_two"]]
+    assert {r[0] for r in named(db_conn, "Where was Quentin Vance born?")} == {
+        graph["vance"], graph["vance_person"], graph["vance_two"]}
+    # Accents and case do not matter (key normalization); a prefix does.
+    assert [r[0] for r in named(db_conn, "Is CREME BRULEE sweet?", one)] == [graph["creme"]]
+    assert named(db_conn, "Where was Quentin Vanc born?", one) == []
+
+
+def test_longest_span_takes_its_words(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    one = [graph["one"]]
+    # "Nick Hexum" leaves no room for "Nick"; both names of the question are found.
+    assert [r[0] for r in named(db_conn, "Did Nick Hexum meet Mark King?", one)] == [graph["hexum"], graph["king"]]
+    assert [r[0] for r in named(db_conn, "Did Nick meet Mark King?", one)] == [graph["king"], graph["nick"]]
+    # Lower-case words inside a name, not at its ends.
+    assert [r[0] for r in named(db_conn, "Who filmed the Bridge over the River Kwai?", one)] == [graph["sonata"]]
+    # A hub's name is flagged, and takes its words all the same: "British Empire" is not the key "Empire".
+    assert named(db_conn, "Was the British Empire in the United States?", one, max_key_events=2) == [
+        (graph["british"], "British Empire", 3, 4, False), (graph["hub"], "United States", 7, 8, True)]
+
+
+def test_what_is_not_a_name(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    one = [graph["one"]]
+    assert named(db_conn, "Which film came out in 1999?", one) == []   # lower case; numeric keys are values
+    assert named(db_conn, "", one) == [] and named(db_conn, None, one) == []  # type: ignore[arg-type]
+
+
+def test_chinese_names_are_person_organization_or_location_keys(db_conn: psycopg.Connection,
+                                                                graph: dict[str, int]) -> None:
+    one = [graph["one"]]
+    # Han has no capitals: the key's type says whether a run of characters is a name; 工作 is a topic.
+    got = named(db_conn, "张伟在北京工作吗", one)
+    assert [(r[0], r[1]) for r in got] == [(graph["zhang"], "张伟"), (graph["beijing"], "北京")]
+
+
+def test_query_terms_segment_chinese_against_the_index(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("zh")
+    doc = g.document(s, "zh.md")
+    # The index holds these words (as jieba's cut_for_search would have written them at ingestion).
+    for tokens in (["北京", "冬奥", "冬奥会", "开幕"], ["冬奥会", "开幕", "时间"], ["北京", "大学"], ["北京大学"]):
+        g.chunk(doc, "".join(tokens), (1, 0, 0), tokens=tokens)
+    db_conn.execute("select sag.flush_term_stats()")
+    terms = db_conn.execute("select sag.query_terms(%s, %s)", ["北京冬奥会的开幕时间? Opening, 2022!", [s]]).fetchone()
+    # The most probable route over the index's words; 冬奥 inside 冬奥会 added; 的 (not in the index) alone.
+    assert terms == (["北京", "冬奥", "冬奥会", "的", "开幕", "时间", "opening", "2022"],)
+    # A word the index holds whole stays whole, its parts added.
+    assert db_conn.execute("select sag.query_terms('北京大学')").fetchone() == (["北京", "大学", "北京大学"],)
+    assert db_conn.execute("select sag.query_terms(null)").fetchone() == ([],)

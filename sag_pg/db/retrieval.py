@@ -1,0 +1,130 @@
+"""The retrieval SQL functions, one typed Python function each (sql/idempotent/03x-*.sql).
+
+Every value goes as a parameter, every argument by name (``=>``), so a call reads like its SQL signature.
+Query vectors go in binary (pgvector's numpy dumper): formatting 512 floats as text costs about 0.3 ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg.adapt import PyFormat
+
+__all__ = ["Candidates", "fetch_hits", "match_named_keys", "retrieve", "source_ids"]
+
+
+def _ensure_vector_dumper(conn: psycopg.Connection) -> None:
+    """pgvector's binary dumper for numpy arrays, registered unless the connection has it already."""
+    try:
+        conn.adapters.get_dumper(np.ndarray, PyFormat.BINARY)
+    except psycopg.ProgrammingError:
+        register_vector(conn)
+
+
+def source_ids(conn: psycopg.Connection, names: Sequence[str] | None) -> list[int] | None:
+    """``sag.source_ids``: names to ids, None = every source; an unknown name raises NoDataFound (P0002)."""
+    if names is None:
+        return None
+    row = conn.execute("select sag.source_ids(source_names => %s)", [list(names)]).fetchone()
+    return list(row[0]) if row and row[0] else []
+
+
+def match_named_keys(conn: psycopg.Connection, names: Sequence[str], normalized: Sequence[str],
+                     embeddings: Sequence[npt.NDArray[np.floating]],
+                     source_ids: Sequence[int] | None) -> list[tuple[int, float]]:
+    """``sag.match_named_keys``: (key id, similarity) for caller-given key names."""
+    _ensure_vector_dumper(conn)
+    rows = conn.execute(
+        "select key_id, similarity from sag.match_named_keys(names => %s, normalized => %s, "
+        "embeddings => %b::vector[], source_ids => %s)",
+        [list(names), list(normalized), list(embeddings), source_ids],
+    ).fetchall()
+    return [(int(k), float(s)) for k, s in rows]
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What ``sag.retrieve`` returns: the ranked candidate graph of one question."""
+
+    terms: list[str]
+    named_keys: list[int]
+    keys: list[dict[str, Any]]        # key-final: key_id, weight, step (heaviest first)
+    chunks: list[dict[str, Any]]      # chunk_id, similarity, text_score, s, key_score, weight_init, via_*
+    edges: list[tuple[int, int, int]]  # (chunk_id, key_id, count), when asked for
+    coverage: float                   # share of the question the best BM25 chunks hold (sag.question_coverage)
+    key_weight: float                 # what the key evidence counts for in stage 3 (and in PageRank)
+    timings_ms: dict[str, float]
+
+
+def retrieve(conn: psycopg.Connection, query: str, query_embedding: npt.NDArray[np.float32], *,
+             source_ids: Sequence[int] | None, params: Mapping[str, Any],
+             query_tokens: Sequence[str] | None = None, seeds: Sequence[tuple[int, float]] | None = None,
+             event_filter: Sequence[int] | None = None, chunk_filter: Sequence[int] | None = None,
+             with_edges: bool = False) -> Candidates:
+    """``sag.retrieve``: stages 1-3 in one statement.  ``params`` are its tuning arguments by name."""
+    _ensure_vector_dumper(conn)
+    args: dict[str, Any] = {
+        "query": query, "query_embedding": query_embedding, "source_ids": source_ids,
+        "query_tokens": list(query_tokens) if query_tokens is not None else None,
+        "seed_key_ids": [int(k) for k, _ in seeds] if seeds is not None else None,
+        "seed_weights": [float(w) for _, w in seeds] if seeds is not None else None,
+        "event_filter": event_filter, "chunk_filter": chunk_filter, "with_edges": with_edges, **params,
+    }
+    call = sql.SQL("select sag.retrieve({})").format(sql.SQL(", ").join(
+        sql.SQL("{} => {}").format(sql.Identifier(name), sql.Placeholder(name, PyFormat.BINARY)
+                                   if name == "query_embedding" else sql.Placeholder(name))
+        for name in args))
+    row = conn.execute(call, args).fetchone()
+    assert row is not None
+    data = row[0]
+    return Candidates(terms=data["terms"], named_keys=data["named_keys"], keys=data["keys"],
+                      chunks=data["chunks"], edges=[tuple(e) for e in data["edges"]],  # type: ignore[misc]
+                      coverage=float(data["coverage"]), key_weight=float(data["key_weight"]),
+                      timings_ms=data["timings_ms"])
+
+
+# The top chunks with their document, events and keys (key-final weight/step when activated), and the
+# details of key-final, in one round trip.
+_FETCH = """
+with kf as (select * from unnest(%(kf_ids)s::bigint[], %(kf_w)s::float8[], %(kf_s)s::int[]) as u(id, weight, step))
+select
+  (select coalesce(json_agg(json_build_object(
+              'chunk_id', c.id, 'uri', d.uri, 'document_title', d.title, 'title', c.title, 'content', c.content,
+              'events', (select coalesce(json_agg(json_build_object(
+                                 'id', e.id, 'title', e.title, 'content', e.content, 'time', e.event_time)
+                                 order by e.ordinal, e.id), '[]'::json)
+                           from sag.events e where e.chunk_id = c.id),
+              'keys', (select coalesce(json_agg(json_build_object(
+                               'id', k.id, 'type', k.type, 'name', k.name, 'count', ck.count,
+                               'weight', kf.weight, 'step', kf.step)
+                               order by kf.weight desc nulls last, ck.count desc, k.id), '[]'::json)
+                         from sag.chunk_keys ck join sag.keys k on k.id = ck.key_id
+                         left join kf on kf.id = k.id
+                        where ck.chunk_id = c.id))
+          order by t.n), '[]'::json)
+     from unnest(%(top)s::bigint[]) with ordinality as t(id, n)
+     join sag.chunks c on c.id = t.id
+     join sag.documents d on d.id = c.document_id),
+  (select coalesce(json_agg(json_build_object(
+              'id', k.id, 'type', k.type, 'name', k.name,
+              'value', coalesce(to_json(k.value_string), to_json(k.value_number), to_json(k.value_bool))))
+          , '[]'::json)
+     from sag.keys k where k.id in (select id from kf))
+"""
+
+
+def fetch_hits(conn: psycopg.Connection, top: Sequence[int],
+               keys: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
+    """The ``top`` chunks (in that order) with document, events and keys; and key-final's key details by id."""
+    row = conn.execute(_FETCH, {"kf_ids": [k["key_id"] for k in keys], "kf_w": [float(k["weight"]) for k in keys],
+                                "kf_s": [int(k["step"]) for k in keys], "top": list(top)}).fetchone()
+    assert row is not None
+    details, key_details = row
+    return details, {k["id"]: k for k in key_details}

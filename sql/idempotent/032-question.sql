@@ -1,0 +1,219 @@
+-- The question side of a search, in SQL: its BM25 terms and the keys it names.  Re-applied on every upgrade.
+-- sag.retrieve calls both, so psql and Python analyse a question the same way (one engine, one answer).
+--
+-- Chinese is not segmented with a dictionary of its own: a question's Han runs are segmented against the
+-- index's own vocabulary (sag.term_stats, the lexemes the chunks were indexed with).  A word the index does
+-- not hold cannot score in BM25 anyway, so the index's vocabulary is the only dictionary that matters; its
+-- document frequencies play the part of jieba's word frequencies in jieba's own dynamic programme (the most
+-- probable route), and the 2- and 3-character words inside a longer word are added as jieba's
+-- cut_for_search does at ingestion.
+
+-- Han ideographs (+ 〇 and 々), as sag_pg.text.tokenize._HAN.
+create or replace function sag._han_class()
+returns text
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select '\u3005\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f' $$;
+
+-- One word as key normalization sees it (sag_pg.text.normalize.normalize_key, without synonyms): NFKC,
+-- lower case, Latin diacritics dropped, letters, digits and marks only.
+create or replace function sag._fold_word(word text)
+returns text
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select pg_catalog.regexp_replace(
+               pg_catalog.normalize(
+                   pg_catalog.regexp_replace(pg_catalog.normalize(pg_catalog.lower(pg_catalog.normalize(word, 'NFKC')), 'NFD'),
+                                             '([a-z])[\u0300-\u036f]+', '\1', 'g'),
+                   'NFC'),
+               '[^[:alnum:]\u0300-\u036f]', '', 'g')
+$$;
+
+-- A Han run cut into the index's words: jieba's most probable route with the index's document frequencies,
+-- then the 2- and 3-character index words inside each longer word (cut_for_search).  A character the index
+-- does not hold is a word of its own (frequency 1, as jieba treats characters missing from its dictionary).
+create or replace function sag._segment_han(run text, source_ids bigint[] default null)
+returns text[]
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    n integer := char_length(run);
+    max_len constant integer := 12;       -- the longest word looked up (jieba's dictionary has few longer)
+    df jsonb;
+    log_total float8;
+    best float8[];
+    next_at integer[];
+    score float8;
+    freq float8;
+    piece text;
+    word text;
+    words text[] := '{}';
+    i integer;
+    j integer;
+    a integer;
+begin
+    if n = 0 then
+        return words;
+    end if;
+    select coalesce(jsonb_object_agg(t.term, t.df), '{}') into df
+      from (select s.term, sum(ts.df)::float8 as df
+              from (select distinct substr(run, p, l) as term
+                      from generate_series(1, n) p, generate_series(1, max_len) l
+                     where p + l - 1 <= n) s
+              join sag.term_stats ts on ts.term = s.term
+             where source_ids is null or ts.source_id = any (source_ids)
+             group by s.term
+            having sum(ts.df) > 0) t;
+    select ln(greatest(coalesce(sum(c.token_total), 0), 1)) into log_total
+      from sag.corpus_stats c where source_ids is null or c.source_id = any (source_ids);
+
+    best := array_fill(0::float8, array[n + 1]);
+    next_at := array_fill(n + 1, array[n + 1]);
+    for i in reverse n..1 loop
+        best[i] := '-Infinity';
+        for j in i..least(n, i + max_len - 1) loop
+            piece := substr(run, i, j - i + 1);
+            freq := (df ->> piece)::float8;
+            if freq is null then
+                continue when j > i;
+                freq := 1;
+            end if;
+            score := ln(freq) - log_total + best[j + 1];
+            if score > best[i] then
+                best[i] := score;
+                next_at[i] := j + 1;
+            end if;
+        end loop;
+    end loop;
+
+    i := 1;
+    while i <= n loop
+        word := substr(run, i, next_at[i] - i);
+        for a in 1..(case when char_length(word) > 2 then char_length(word) - 1 else 0 end) loop
+            piece := substr(word, a, 2);
+            if df ? piece then words := words || piece; end if;
+        end loop;
+        for a in 1..(case when char_length(word) > 3 then char_length(word) - 2 else 0 end) loop
+            piece := substr(word, a, 3);
+            if df ? piece then words := words || piece; end if;
+        end loop;
+        words := words || word;
+        i := next_at[i];
+    end loop;
+    return words;
+end;
+$$;
+
+create or replace function sag.query_terms(query text, source_ids bigint[] default null)
+returns text[]
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    han text := sag._han_class();
+    run text;
+    part record;
+    terms text[] := '{}';
+begin
+    for run in select m[1] from regexp_matches(lower(normalize(coalesce(query, ''), NFKC)), '([[:alnum:]]+)', 'g') m loop
+        if run !~ ('[' || han || ']') then
+            if char_length(run) <= 100 then terms := terms || run; end if;  -- longer: hashes, junk
+            continue;
+        end if;
+        for part in select m[1] as han_run, m[2] as other
+                      from regexp_matches(run, '([' || han || ']+)|([^' || han || ']+)', 'g') m loop
+            if part.other is not null then
+                if char_length(part.other) <= 100 then terms := terms || part.other; end if;
+            else
+                terms := terms || sag._segment_han(part.han_run, source_ids);
+            end if;
+        end loop;
+    end loop;
+    return terms;
+end;
+$$;
+comment on function sag.query_terms(text, bigint[]) is
+    'A question''s BM25 terms, as sag.chunks.tokens holds a text''s: NFKC, lower case, letter/digit runs; '
+    'Chinese (Han) runs segmented against the index''s own vocabulary of the given sources (NULL = all): '
+    'jieba''s most probable route with sag.term_stats document frequencies, plus the 2- and 3-character '
+    'index words inside longer words (as cut_for_search).  Example: select sag.query_terms(''北京冬奥会开幕时间'');';
+
+-- The keys a question names.  A span of the question names a key when its normalized text is the key's
+-- normalized name:
+--   * Latin and other cased scripts: runs of up to max_words words that start and end with a capitalised word
+--     or a number, lower-case words only inside ("Flute Sonata in C major"); a single word must be
+--     capitalised and two letters or more.  Capitals are how running text marks a name.
+--   * Han: runs of 2 to 16 characters naming a person, organization or location key: Chinese has no
+--     capitals, the key's type is the sign of a name.
+-- The longest spans win and take their words ("Nick Hexum" leaves no room for the key "Nick"); ties by
+-- position.  A key with more than max_key_events events (a hub) is still returned, flagged: the caller decides.
+create or replace function sag.named_keys(
+    query text, source_ids bigint[] default null, max_words integer default 10,
+    max_key_events integer default null)
+returns table (key_id bigint, name text, first_word integer, last_word integer, hub boolean)
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    han text := sag._han_class();
+    span record;
+    taken integer[] := '{}';
+    accepted_first integer;
+    accepted_last integer;
+begin
+    perform sag._require(max_words >= 1, format('sag.named_keys: max_words must be >= 1, got %s', max_words));
+    for span in
+        with words as (
+            -- Word units: a Han character each, else a letter/digit run (a hyphenated run is one word).
+            select w.pos::integer as pos, w.m[1] as word, w.m[1] ~ ('^[' || han || ']') as is_han
+              from regexp_matches(normalize(coalesce(query, ''), NFKC),
+                                  '([' || han || ']|(?:(?![' || han || '])[[:alnum:]])+(?:-(?:(?![' || han || '])[[:alnum:]])+)*)',
+                                  'g') with ordinality as w(m, pos)
+        ),
+        spans as (
+            select f.pos as first_word, l.pos as last_word, f.is_han,
+                   (select string_agg(sag._fold_word(x.word), '' order by x.pos)
+                      from words x where x.pos between f.pos and l.pos) as normalized,
+                   (select string_agg(x.word, case when f.is_han then '' else ' ' end order by x.pos)
+                      from words x where x.pos between f.pos and l.pos) as text
+              from words f
+              join words l on l.pos >= f.pos and l.is_han = f.is_han
+                          and l.pos - f.pos < case when f.is_han then 16 else max_words end
+             where not exists (select 1 from words x where x.pos between f.pos and l.pos and x.is_han <> f.is_han)
+               and (f.is_han and l.pos > f.pos
+                    or not f.is_han and f.word ~ '^[[:upper:][:digit:]]' and l.word ~ '^[[:upper:][:digit:]]'
+                       and (l.pos > f.pos or (f.word ~ '^[[:upper:]]' and char_length(f.word) >= 2)))
+        )
+        select k.id, s.text, s.first_word, s.last_word,
+               max_key_events is not null and k.event_count > max_key_events as hub
+          from spans s
+          join sag.keys k on k.normalized = s.normalized
+         where k.value_string is not null
+           and (source_ids is null or k.source_id = any (source_ids))
+           and (not s.is_han or k.type in ('person', 'organization', 'location'))
+         order by s.last_word - s.first_word desc, s.first_word, k.id
+    loop
+        -- Every key of an accepted span; a span whose words a longer (or earlier) one took names nothing.
+        if span.first_word is distinct from accepted_first or span.last_word is distinct from accepted_last then
+            continue when exists (select 1 from unnest(taken) t where t between span.first_word and span.last_word);
+            taken := taken || array(select generate_series(span.first_word, span.last_word));
+            accepted_first := span.first_word;
+            accepted_last := span.last_word;
+        end if;
+        key_id := span.id;
+        name := span.text;
+        first_word := span.first_word;
+        last_word := span.last_word;
+        hub := span.hub;
+        return next;
+    end loop;
+end;
+$$;
+comment on function sag.named_keys(text, bigint[], integer, integer) is
+    'The string keys a question names (of the given sources, NULL = all): spans of up to max_words words that '
+    'start and end with a capitalised word or a number (one word: capitalised, >= 2 letters), or Han runs of 2-16 '
+    'characters naming a person, organization or location key, whose normalized text is a key''s normalized '
+    'name; longest spans first, each word used once.  hub: more than max_key_events events (NULL = no limit).  '
+    'sag.retrieve seeds stage 1 with them.  Example: select * from sag.named_keys(''Who married Marie Antoinette?'');';

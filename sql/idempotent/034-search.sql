@@ -1,0 +1,245 @@
+-- The SAG retrieval as one SQL entry point, for psql and Python alike.  Re-applied on every upgrade.
+--
+--   sag.retrieve: question -> (sag.query_terms, sag.named_keys, sag.match_keys | caller's seeds) ->
+--                 sag.query_chunks -> sag.activate_keys -> sag.expand_keys -> sag.rank_chunks
+--                 -> the ranked candidate graph as jsonb (chunks with weight_init and its parts, key-final,
+--                    the key-chunk edges, the question's terms and named keys, stage timings).
+--   sag.search:   sag.retrieve, then the top_n chunks by weight_init with their documents.
+--
+-- The Python client calls sag.retrieve once and runs PageRank over the graph it returns (sag-algorithm §2.4
+-- step 5 keeps PageRank out of SQL); without PageRank it ranks by weight_init exactly as sag.search does,
+-- so the two give the same chunks with the same scores.
+
+drop function if exists sag.search(text, integer, text);
+drop function if exists sag.search_by_vector(vector, text, integer, text, integer);
+drop function if exists sag.keys_named(text[], bigint[], integer);
+drop function if exists sag._query_tokens(text);
+
+-- Milliseconds since `since`, for the timings of sag.retrieve.
+create or replace function sag._ms_since(since timestamptz)
+returns float8
+language sql volatile
+set search_path = pg_catalog, pg_temp
+as $$ select extract(epoch from clock_timestamp() - since)::float8 * 1000 $$;
+
+create or replace function sag.retrieve(
+    query text,
+    query_embedding vector,
+    source_ids bigint[] default null,
+    query_tokens text[] default null,
+    seed_key_ids bigint[] default null,
+    seed_weights float8[] default null,
+    event_filter bigint[] default null,
+    chunk_filter bigint[] default null,
+    match_top_k integer default 30,
+    match_min_similarity float8 default 0.45,
+    event_limit integer default 50,
+    threshold float8 default 0.1,
+    key_top_n integer default 20,
+    max_key_events integer default null,
+    max_step integer default 3,
+    min_new_keys integer default 1,
+    vector_limit integer default 50,
+    text_limit integer default 50,
+    text_max_postings integer default 2000,
+    key_chunk_limit integer default 100,
+    text_weight float8 default 0.85,
+    feedback_chunks integer default 1,
+    use_names boolean default true,
+    named_key_floor float8 default 1.0,
+    with_edges boolean default false,
+    specificity boolean default true,
+    adaptive_keys boolean default true)
+returns jsonb
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+    t0 timestamptz := clock_timestamp();
+    t timestamptz;
+    timings jsonb := '{}';
+    tokens text[];
+    named bigint[];
+    s_ids bigint[];
+    s_w float8[];
+    qc_ids bigint[];
+    qc_sim float8[];
+    qc_ts float8[];
+    qc_vv boolean[];
+    act_ids bigint[];
+    act_w float8[];
+    act_s integer[];
+    kf_ids bigint[];
+    kf_w float8[];
+    kf_s integer[];
+    chunks jsonb;
+    edges jsonb := '[]';
+    corpus_events bigint;
+    hub_events integer;
+    coverage float8;
+    key_weight float8;
+begin
+    perform sag._require(query_embedding is not null, 'sag.retrieve: query_embedding must not be NULL');
+    perform sag._require(named_key_floor >= 0 and named_key_floor <= 1,
+                         format('sag.retrieve: named_key_floor must be in [0, 1], got %s', named_key_floor));
+    perform sag._require(cardinality(coalesce(seed_key_ids, '{}')) = cardinality(coalesce(seed_weights, '{}')),
+                         'sag.retrieve: seed_key_ids and seed_weights must have the same length');
+
+    t := clock_timestamp();
+    select c.events, c.hub_events into corpus_events, hub_events from sag.calibration(source_ids) c;
+    max_key_events := coalesce(max_key_events, hub_events);
+    if not specificity then
+        corpus_events := null;
+    end if;
+    tokens := coalesce(query_tokens, sag.query_terms(query, source_ids));
+    if seed_key_ids is null then
+        select coalesce(array_agg(m.key_id order by m.similarity desc, m.key_id), '{}'),
+               coalesce(array_agg(m.similarity order by m.similarity desc, m.key_id), '{}')
+          into s_ids, s_w
+          from sag.match_keys(query_embedding, source_ids, match_top_k, match_min_similarity) m;
+        if use_names then
+            -- Keys written in the question seed with k1 = 1, as exact caller-named keys do; hubs take their
+            -- words but seed nothing (sag.activate_keys would not expand them).
+            select array_agg(distinct n.key_id) into named
+              from sag.named_keys(query, source_ids, max_key_events => max_key_events) n
+             where not n.hub;
+            s_ids := s_ids || coalesce(named, '{}');
+            s_w := s_w || array_fill(1.0::float8, array[cardinality(coalesce(named, '{}'))]);
+        end if;
+    else
+        s_ids := seed_key_ids;
+        s_w := seed_weights;
+    end if;
+    timings := timings || jsonb_build_object('question', sag._ms_since(t));
+
+    t := clock_timestamp();
+    select array_agg(q.chunk_id), array_agg(q.similarity), array_agg(q.text_score), array_agg(q.via_vector)
+      into qc_ids, qc_sim, qc_ts, qc_vv
+      from sag.query_chunks(query_embedding, tokens, source_ids, vector_limit => vector_limit,
+                            text_limit => text_limit, text_weight => text_weight, chunk_filter => chunk_filter,
+                            text_max_postings => text_max_postings) q;
+    timings := timings || jsonb_build_object('query_chunks', sag._ms_since(t));
+
+    t := clock_timestamp();
+    select array_agg(a.key_id), array_agg(a.weight), array_agg(a.step) into act_ids, act_w, act_s
+      from sag.activate_keys(query_embedding, s_ids, s_w, source_ids, event_limit => event_limit,
+                             threshold => threshold, top_n => key_top_n, max_key_events => max_key_events,
+                             chunk_ids => coalesce(qc_ids, '{}'), chunk_similarities => coalesce(qc_sim, '{}'),
+                             chunk_text_scores => coalesce(qc_ts, '{}'), text_weight => text_weight,
+                             feedback_chunks => feedback_chunks, event_filter => event_filter,
+                             corpus_events => corpus_events) a;
+    timings := timings || jsonb_build_object('activate_keys', sag._ms_since(t));
+
+    t := clock_timestamp();
+    select array_agg(e.key_id), array_agg(e.weight), array_agg(e.step) into kf_ids, kf_w, kf_s
+      from sag.expand_keys(query_embedding, act_ids, act_w, act_s, source_ids, max_step => max_step,
+                           threshold => threshold, top_n => key_top_n, min_new_keys => min_new_keys,
+                           max_key_events => max_key_events, event_filter => event_filter,
+                           floor_key_ids => named, floor_share => named_key_floor,
+                           corpus_events => corpus_events) e;
+    timings := timings || jsonb_build_object('expand_keys', sag._ms_since(t));
+
+    -- The share of the question the best BM25 chunks hold on their own: the key evidence counts for the rest.
+    t := clock_timestamp();
+    coverage := case when adaptive_keys then
+        sag.question_coverage(tokens, (select array_agg(u.id order by u.ts desc, u.id)
+                                         from (select * from unnest(qc_ids, qc_ts) as v(id, ts)
+                                                where v.ts > 0 order by v.ts desc, v.id limit 3) u),
+                              source_ids) else 0 end;
+    key_weight := least(1, 2 * (1 - coverage));
+    timings := timings || jsonb_build_object('coverage', sag._ms_since(t));
+
+    t := clock_timestamp();
+    select coalesce(jsonb_agg(jsonb_build_object(
+               'chunk_id', r.chunk_id, 'similarity', r.similarity, 'text_score', r.text_score, 's', r.s,
+               'key_score', r.key_score, 'weight_init', r.weight_init, 'via_keys', r.via_keys,
+               'via_vector', r.via_vector, 'via_text', r.via_text) order by r.weight_init desc, r.chunk_id), '[]')
+      into chunks
+      from sag.rank_chunks(query_embedding, tokens, coalesce(kf_ids, '{}'), coalesce(kf_w, '{}'),
+                           coalesce(kf_s, '{}'), source_ids, vector_limit => vector_limit, text_limit => text_limit,
+                           key_chunk_limit => key_chunk_limit, text_weight => text_weight,
+                           chunk_ids => coalesce(qc_ids, '{}'), chunk_similarities => coalesce(qc_sim, '{}'),
+                           chunk_text_scores => coalesce(qc_ts, '{}'), chunk_via_vector => coalesce(qc_vv, '{}'),
+                           chunk_filter => chunk_filter, key_weight => key_weight) r;
+    timings := timings || jsonb_build_object('rank_chunks', sag._ms_since(t));
+
+    if with_edges and kf_ids is not null then
+        t := clock_timestamp();
+        select coalesce(jsonb_agg(jsonb_build_array(ck.chunk_id, ck.key_id, ck.count)), '[]') into edges
+          from sag.chunk_keys ck
+         where ck.chunk_id in (select (c ->> 'chunk_id')::bigint from jsonb_array_elements(chunks) c)
+           and ck.key_id = any (kf_ids);
+        timings := timings || jsonb_build_object('edges', sag._ms_since(t));
+    end if;
+
+    return jsonb_build_object(
+        'terms', to_jsonb(tokens),
+        'named_keys', coalesce(to_jsonb(named), '[]'),
+        'keys', coalesce((select jsonb_agg(jsonb_build_object('key_id', k.id, 'weight', k.w, 'step', k.s)
+                                           order by k.n)
+                            from unnest(kf_ids, kf_w, kf_s) with ordinality as k(id, w, s, n)), '[]'),
+        'coverage', coverage,
+        'key_weight', key_weight,
+        'chunks', chunks,
+        'edges', edges,
+        'timings_ms', timings || jsonb_build_object('sql_total', sag._ms_since(t0)));
+end;
+$$;
+comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
+                                 float8, integer, float8, integer, integer, integer, integer, integer, integer,
+                                 integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean) is
+    'The SAG retrieval, stages 1-3 (sag-algorithm §2.2-2.4), in one call: the question''s BM25 terms '
+    '(sag.query_terms, unless query_tokens is given) and named keys (sag.named_keys), seeds (sag.match_keys plus '
+    'the named keys with k1 = 1, or seed_key_ids/seed_weights when given), sag.query_chunks, sag.activate_keys, '
+    'sag.expand_keys (named keys floored at named_key_floor of the strongest weight), sag.rank_chunks.  Returns '
+    'jsonb: terms, named_keys, keys (key-final: key_id, weight, step, heaviest first), chunks (chunk_id, '
+    'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text; by weight_init), edges '
+    '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
+    'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '
+    'parameters are those of the stage functions (docs/retrieval.md).';
+
+create or replace function sag.search(
+    query text,
+    top_n integer default 10,
+    source text default 'default',
+    query_embedding vector default null)
+returns table (document text, chunk_id bigint, title text, content text, score float8)
+language plpgsql stable
+set search_path = sag, public, pg_catalog
+as $$
+declare
+    bound jsonb := sag.bound_embedder();
+    sids bigint[];
+    result jsonb;
+begin
+    perform sag._require(top_n >= 1, format('sag.search: top_n must be >= 1, got %s', top_n));
+    if query_embedding is null then
+        if bound is null or coalesce(bound->>'name', '') not like 'hash%' then
+            raise exception using errcode = '22023',
+                message = format('sag.search embeds the query with sag.embed_hash, but this database''s embedder is %s',
+                                 coalesce(bound->>'name', 'not bound yet')),
+                hint = 'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).';
+        end if;
+        query_embedding := sag.embed_hash(query, (bound->>'dimension')::integer);
+    end if;
+    if source is not null then
+        sids := sag.source_ids(array[source]);
+    end if;
+    result := sag.retrieve(query, query_embedding, sids);
+    return query
+    select d.uri, c.id, coalesce(nullif(c.title, ''), d.title), c.content, (r ->> 'weight_init')::float8
+      from jsonb_array_elements(result -> 'chunks') with ordinality as x(r, n)
+      join sag.chunks c on c.id = (x.r ->> 'chunk_id')::bigint
+      join sag.documents d on d.id = c.document_id
+     order by x.n
+     limit top_n;
+end;
+$$;
+comment on function sag.search(text, integer, text, vector) is
+    'SAG search from psql: sag.retrieve, then the top_n chunks by weight_init (document = uri; title = the '
+    'chunk''s, else the document''s).  No PageRank (the Python client adds it; without it, it returns these very '
+    'chunks and scores).  source: a source name, ''default'' as everywhere in sag-pg; NULL = all sources; unknown '
+    'name: P0002.  query_embedding: the question''s vector from the database''s embedder; NULL embeds it with '
+    'sag.embed_hash, which only a database bound to the hash embedder accepts (22023 otherwise).  '
+    'Example: select * from sag.search(''who founded Apple'', 5);';
