@@ -143,7 +143,7 @@ class _Splitter:
         for low, high in _WIDE_RANGES:
             wide |= (codes >= low) & (codes <= high)
         # _wide_before[i]: wide characters in body[:i]
-        self._wide_before = np.zeros(len(codes) + 1, dtype=np.int64)
+        self._wide_before = np.zeros(len(codes) + 1, dtype=np.int32 if len(codes) < 2**31 else np.int64)
         np.cumsum(wide, out=self._wide_before[1:])
 
     def cost(self, start: int, end: int) -> float:
