@@ -6,7 +6,8 @@
 - ``dense``: ``sag.dense_chunks`` — pgvector HNSW top-k over the chunk embeddings;
 - ``hybrid``: ``sag.hybrid_chunks`` — reciprocal-rank fusion (k = 60) of the two in SQL.
 
-The baselines get the same query embedding (``embedder.embed([question])[0]``, sent in binary) and tokens
+The baselines get the same query embedding (``embed_queries(embedder, [question])[0]``: with the model's query
+prefix, as SAG; sent in binary) and tokens
 (``search_tokens(question)``) as SAG computes, prepared before the clock starts.  A chunk maps to its
 document's uri.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from ..embedders.base import embed_queries
 from ..errors import ConfigError
 from ..text.tokenize import search_tokens
 
@@ -63,7 +65,7 @@ def parse_methods(spec: str | Sequence[str]) -> list[str]:
 
 
 def prepare_query(sag: SAG, question: str) -> PreparedQuery:
-    return PreparedQuery(question, np.asarray(sag.embedder.embed([question])[0], dtype=np.float32),
+    return PreparedQuery(question, np.asarray(embed_queries(sag.embedder, [question])[0], dtype=np.float32),
                          search_tokens(question))
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import psycopg
 
 from ..db import retrieval as db
+from ..embedders.base import embed_queries
 from ..errors import QueryError
 from ..text.normalize import normalize_key
 from .restrict import allowed_events, parse_restriction
@@ -47,7 +48,7 @@ def search(conn: psycopg.Connection, embedder: Embedder, query: str, *, keys: Se
     if top_n < 1:
         raise QueryError(f"top_n must be at least 1, got {top_n}")
     restriction = parse_restriction(sql) if sql else None
-    embedding = getattr(embedder, "embed_query", embedder.embed)([query])[0]  # queries get the query prefix
+    embedding = embed_queries(embedder, [query])[0]  # queries get the model's query prefix
     if not np.any(embedding):
         embedding = embedding.copy()  # an all-zero query vector still runs: BM25 and keys carry it
     # Searches only read: a read-only session, with a ceiling on every statement.

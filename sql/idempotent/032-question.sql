@@ -32,7 +32,8 @@ $$;
 
 -- A Han run cut into the index's words: jieba's most probable route with the index's document frequencies,
 -- then the 2- and 3-character index words inside each longer word (cut_for_search).  A character the index
--- does not hold is a word of its own (frequency 1, as jieba treats characters missing from its dictionary).
+-- does not hold has frequency 1 in the route (as jieba treats characters missing from its dictionary), and a
+-- run of them is one unknown word.
 create or replace function sag._segment_han(run text, source_ids bigint[] default null)
 returns text[]
 language plpgsql stable
@@ -91,6 +92,17 @@ begin
     i := 1;
     while i <= n loop
         word := substr(run, i, next_at[i] - i);
+        i := next_at[i];
+        -- Characters the index does not hold, one after another, make one unknown word (as jieba's HMM joins
+        -- them): 登基 is one term no chunk holds, not two.
+        if not df ? word then
+            while i <= n and not df ? substr(run, i, next_at[i] - i) loop
+                word := word || substr(run, i, next_at[i] - i);
+                i := next_at[i];
+            end loop;
+            words := words || word;
+            continue;
+        end if;
         for a in 1..(case when char_length(word) > 2 then char_length(word) - 1 else 0 end) loop
             piece := substr(word, a, 2);
             if df ? piece then words := words || piece; end if;
@@ -100,7 +112,6 @@ begin
             if df ? piece then words := words || piece; end if;
         end loop;
         words := words || word;
-        i := next_at[i];
     end loop;
     return words;
 end;
