@@ -204,12 +204,14 @@ def test_a_fifo_is_refused_by_name_without_hanging(cli_env: dict[str, str], db_d
     assert list(_documents(db_dsn)) == [str((tmp_path / "good.md").resolve())]
 
 
-def test_a_fifo_inside_a_directory_is_not_a_document(tmp_path: Path) -> None:
+def test_a_fifo_inside_a_directory_is_named_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.md")
+    os.mkfifo(tmp_path / "pipe.bin")  # not a name sag-pg reads: not mentioned
     (tmp_path / "good.md").write_text(GOOD)
-    results = list(read_inputs([tmp_path]))
-    assert [r.uri for r in results if isinstance(r, DocumentInput)] == [str((tmp_path / "good.md").resolve())]
-    assert count_documents([tmp_path]) == 1
+    good, fifo = list(read_inputs([tmp_path]))
+    assert isinstance(good, DocumentInput) and good.uri == str((tmp_path / "good.md").resolve())
+    assert str(fifo) == f"{tmp_path / 'pipe.md'}: not a regular file (a FIFO); skipped"
+    assert count_documents([tmp_path]) == 2
 
 
 @pytest.fixture
@@ -321,7 +323,7 @@ def test_the_default_limit_refuses_a_20_mb_file_without_reading_it(tmp_path: Pat
     started = time.perf_counter()
     [result] = list(read_inputs([big]))
     assert isinstance(result, InputFailure)
-    assert result.message.startswith(f"20.0 MB, over the limit of {DEFAULT_MAX_DOCUMENT_BYTES / 2**20:.1f} MB")
+    assert result.message.startswith(f"20.0 MiB, over the limit of {DEFAULT_MAX_DOCUMENT_BYTES / 2**20:.1f} MiB")
     assert time.perf_counter() - started < 1
 
 

@@ -125,7 +125,8 @@ def _read_inputs(paths: list[str | Path], stdin: TextIO | None, stdin_uri: str, 
 
 def _walk(root: Path) -> tuple[list[Path], list[InputFailure]]:
     """The text and JSONL regular files under ``root`` (sorted, symlinks followed, each directory once) and
-    a failure for every directory that could not be listed (skipped, but named)."""
+    a failure for every directory that could not be listed and every FIFO, socket or device with a text or
+    JSONL name (skipped, but named)."""
     failures: list[InputFailure] = []
     files: list[Path] = []
     seen: set[tuple[int, int]] = set()
@@ -149,10 +150,13 @@ def _walk(root: Path) -> tuple[list[Path], list[InputFailure]]:
             if candidate.suffix.lower() not in TEXT_SUFFIXES | JSONL_SUFFIXES:
                 continue
             try:
-                if stat.S_ISREG(os.stat(candidate).st_mode):
-                    files.append(candidate)
+                mode = os.stat(candidate).st_mode
             except OSError:
                 continue  # a dangling symlink: nothing to read
+            if stat.S_ISREG(mode):
+                files.append(candidate)
+            elif not stat.S_ISDIR(mode):
+                failures.append(InputFailure(_printable(candidate), f"not a regular file ({_file_kind(mode)}); skipped"))
     return sorted(files), failures
 
 
@@ -404,7 +408,7 @@ def _too_big(size: int, limit: int, *, at_least: bool = False) -> str:
 
 
 def _megabytes(size: int) -> str:
-    return f"{size / 1024 / 1024:.1f} MB" if size >= 100 * 1024 else f"{size:,} bytes"
+    return f"{size / 1024 / 1024:.1f} MiB" if size >= 100 * 1024 else f"{size:,} bytes"
 
 
 def _printable(value: object) -> str:
