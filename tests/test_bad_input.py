@@ -91,13 +91,18 @@ def test_a_lone_surrogate_in_a_jsonl_line_fails_that_line_only(cli_env: dict[str
     ('{"id": "x\\udfff", "text": "fine"}', "id"),
     ('{"id": "x", "text": "fine", "metadata": {"k\\udc80": 1}}', "metadata"),
     ('{"id": "x", "text": "fine", "metadata": {"k": ["\\udc80"]}}', "metadata"),
+    ('{"id": "x", "text": "Alice\\u0000 met Bob"}', "text"),  # PostgreSQL stores no NUL
+    ('{"id": "x", "title": "T\\u0000", "text": "fine"}', "title"),
+    ('{"id": "x", "text": "fine", "metadata": {"k": {"j": "\\u0000"}}}', "metadata"),
 ])
-def test_a_surrogate_in_any_field_is_refused_by_the_reader(tmp_path: Path, line: str, field: str) -> None:
+def test_a_surrogate_or_nul_in_any_field_is_refused_by_the_reader(tmp_path: Path, line: str, field: str) -> None:
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(line + "\n", encoding="utf-8")
     [result] = list(read_inputs([corpus]))
     assert isinstance(result, InputFailure)
-    assert result.origin == f"{corpus}:1" and result.message.startswith(f"{field} holds a lone surrogate")
+    assert result.origin == f"{corpus}:1"
+    assert result.message.startswith(f"{field} holds a lone surrogate" if "u0000" not in line
+                                     else f"{field} holds a NUL character")
 
 
 def test_a_paired_surrogate_escape_is_just_a_character(tmp_path: Path) -> None:

@@ -275,7 +275,8 @@ def document_from_text(text: str, *, uri: str, origin: str, title: str = "", fal
 
 
 def _unicode_problem(*, uri: str, title: str, text: str, metadata: dict[str, Any]) -> str | None:
-    """Why these values cannot be stored as text (a lone surrogate, metadata that is not JSON), or None."""
+    """Why these values cannot be stored as text (a lone surrogate, a NUL character, metadata that is not
+    JSON), or None."""
     for what, value in (("text", text), ("title", title), ("id", uri)):
         if not isinstance(value, str):
             return f"{what} must be a string, not {type(value).__name__}"
@@ -284,13 +285,30 @@ def _unicode_problem(*, uri: str, title: str, text: str, metadata: dict[str, Any
         except UnicodeEncodeError as exc:
             return (f"{what} holds a lone surrogate (U+{ord(value[exc.start]):04X} at character {exc.start}): "
                     "not valid Unicode")
+        if "\x00" in value:
+            return f"{what} holds a NUL character (at character {value.index(chr(0))}), which PostgreSQL cannot store"
     try:
         json.dumps(metadata, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except UnicodeEncodeError:
         return "metadata holds a lone surrogate: not valid Unicode"
     except (TypeError, ValueError) as exc:
         return f"metadata is not JSON: {exc}"
+    if any("\x00" in string for string in _strings(metadata)):
+        return "metadata holds a NUL character, which PostgreSQL cannot store"
     return None
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, object keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
 
 
 def _read_stdin(stream: TextIO, uri: str, limit: int) -> Iterator[ReadResult]:
