@@ -66,8 +66,11 @@ def test_bridge_key_reaches_what_bm25_and_dense_miss(
     assert one["answer"] not in {r[0] for r in db_conn.execute(
         "select chunk_id from sag.bm25_chunks(%s, %s)", [TOKENS, src]).fetchall()}
 
+    # The lexical share of s fixed (by default it is the question's coverage): this graph is about the hop.
+    lexical = RetrievalParams(text_weight=0.85)
     for use_pagerank in (True, False):
-        result = retrieve(db_conn, QUESTION, Q, query_tokens=TOKENS, source_ids=src, top_n=3, use_pagerank=use_pagerank)
+        result = retrieve(db_conn, QUESTION, Q, query_tokens=TOKENS, source_ids=src, top_n=3, use_pagerank=use_pagerank,
+                          params=lexical)
         assert one["answer"] in ids(result), use_pagerank
         hit = next(c for c in result.chunks if c.chunk_id == one["answer"])
         assert hit.via_keys and not hit.via_text and hit.similarity == pytest.approx(0.0)

@@ -55,7 +55,7 @@ class RetrievalParams:
     text_limit: int = 50
     text_max_postings: int | None = 2000
     key_chunk_limit: int = 100
-    text_weight: float = 0.85
+    text_weight: float | None = None
     feedback_chunks: int = 1
     use_names: bool = True
     named_key_floor: float = 1.0

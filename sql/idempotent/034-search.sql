@@ -43,7 +43,7 @@ create or replace function sag.retrieve(
     text_limit integer default 50,
     text_max_postings integer default 2000,
     key_chunk_limit integer default 100,
-    text_weight float8 default 0.85,
+    text_weight float8 default null,
     feedback_chunks integer default 1,
     use_names boolean default true,
     named_key_floor float8 default 1.0,
@@ -117,9 +117,22 @@ begin
     select array_agg(q.chunk_id), array_agg(q.similarity), array_agg(q.text_score), array_agg(q.via_vector)
       into qc_ids, qc_sim, qc_ts, qc_vv
       from sag.query_chunks(query_embedding, tokens, source_ids, vector_limit => vector_limit,
-                            text_limit => text_limit, text_weight => text_weight, chunk_filter => chunk_filter,
+                            text_limit => text_limit, text_weight => coalesce(text_weight, 0.5), chunk_filter => chunk_filter,
                             text_max_postings => text_max_postings) q;
     timings := timings || jsonb_build_object('query_chunks', sag._ms_since(t));
+
+    -- How much of the question the best BM25 chunks hold on their own (sag.question_coverage): the lexical
+    -- evidence's share of s (text_weight), and what is left for the key evidence (key_weight).
+    t := clock_timestamp();
+    coverage := sag.question_coverage(tokens, (select array_agg(u.id order by u.ts desc, u.id)
+                                                 from (select * from unnest(qc_ids, qc_ts) as v(id, ts)
+                                                        where v.ts > 0 order by v.ts desc, v.id limit 3) u),
+                                      source_ids);
+    if text_weight is null then
+        text_weight := coverage;
+    end if;
+    key_weight := case when adaptive_keys then least(1, 2 * (1 - coverage)) else 1 end;
+    timings := timings || jsonb_build_object('coverage', sag._ms_since(t));
 
     t := clock_timestamp();
     select array_agg(a.key_id), array_agg(a.weight), array_agg(a.step) into act_ids, act_w, act_s
@@ -140,15 +153,6 @@ begin
                            corpus_events => corpus_events) e;
     timings := timings || jsonb_build_object('expand_keys', sag._ms_since(t));
 
-    -- The share of the question the best BM25 chunks hold on their own: the key evidence counts for the rest.
-    t := clock_timestamp();
-    coverage := case when adaptive_keys then
-        sag.question_coverage(tokens, (select array_agg(u.id order by u.ts desc, u.id)
-                                         from (select * from unnest(qc_ids, qc_ts) as v(id, ts)
-                                                where v.ts > 0 order by v.ts desc, v.id limit 3) u),
-                              source_ids) else 0 end;
-    key_weight := least(1, 2 * (1 - coverage));
-    timings := timings || jsonb_build_object('coverage', sag._ms_since(t));
 
     t := clock_timestamp();
     select coalesce(jsonb_agg(jsonb_build_object(
@@ -180,6 +184,7 @@ begin
                                            order by k.n)
                             from unnest(kf_ids, kf_w, kf_s) with ordinality as k(id, w, s, n)), '[]'),
         'coverage', coverage,
+        'text_weight', text_weight,
         'key_weight', key_weight,
         'chunks', chunks,
         'edges', edges,

@@ -295,19 +295,22 @@ def test_search_by_vector_composes_the_stages(db_conn: psycopg.Connection) -> No
         qc as (select array_agg(chunk_id) ids, array_agg(similarity) sim, array_agg(text_score) ts,
                       array_agg(via_vector) vv
                  from sag.query_chunks(%(q)s::vector, %(t)s, %(s)s)),
-        act as (select array_agg(a.key_id) ids, array_agg(a.weight) w, array_agg(a.step) st
-                  from seeds, qc, sag.activate_keys(%(q)s::vector, seeds.ids, seeds.w, %(s)s, chunk_ids => qc.ids,
-                                                    chunk_similarities => qc.sim, chunk_text_scores => qc.ts) a),
-        fin as (select array_agg(e.key_id) ids, array_agg(e.weight) w, array_agg(e.step) st
-                  from act, sag.expand_keys(%(q)s::vector, act.ids, act.w, act.st, %(s)s) e),
         top_text as (select array_agg(q.chunk_id order by q.text_score desc, q.chunk_id) ids
                        from (select * from sag.query_chunks(%(q)s::vector, %(t)s, %(s)s) where text_score > 0
                               order by text_score desc, chunk_id limit 3) q),
-        kw as (select least(1, 2 * (1 - sag.question_coverage(%(t)s, top_text.ids, %(s)s))) w from top_text)
+        -- The coverage is the lexical share of s (text_weight); what it leaves is the keys' (key_weight).
+        cov as (select sag.question_coverage(%(t)s, top_text.ids, %(s)s) c from top_text),
+        act as (select array_agg(a.key_id) ids, array_agg(a.weight) w, array_agg(a.step) st
+                  from seeds, qc, cov, sag.activate_keys(%(q)s::vector, seeds.ids, seeds.w, %(s)s, chunk_ids => qc.ids,
+                                                         chunk_similarities => qc.sim, chunk_text_scores => qc.ts,
+                                                         text_weight => cov.c) a),
+        fin as (select array_agg(e.key_id) ids, array_agg(e.weight) w, array_agg(e.step) st
+                  from act, sag.expand_keys(%(q)s::vector, act.ids, act.w, act.st, %(s)s) e)
         select r.chunk_id, r.weight_init
-          from fin, qc, kw, sag.rank_chunks(%(q)s::vector, %(t)s, fin.ids, fin.w, fin.st, %(s)s, chunk_ids => qc.ids,
-                                            chunk_similarities => qc.sim, chunk_text_scores => qc.ts,
-                                            chunk_via_vector => qc.vv, key_weight => kw.w) r
+          from fin, qc, cov, sag.rank_chunks(%(q)s::vector, %(t)s, fin.ids, fin.w, fin.st, %(s)s, chunk_ids => qc.ids,
+                                             chunk_similarities => qc.sim, chunk_text_scores => qc.ts,
+                                             chunk_via_vector => qc.vv, text_weight => cov.c,
+                                             key_weight => least(1, 2 * (1 - cov.c))) r
         """,
         {"q": Q, "s": [one["source"]], "t": ["who", "founded", "apple"]},
     ).fetchall()
