@@ -340,3 +340,12 @@ def test_a_bad_size_setting_is_a_config_error(cli_env: dict[str, str], capsys: p
     assert code == 1 and err.startswith("Error: SAG_MAX_DOCUMENT_BYTES='lots'")
     monkeypatch.setenv("SAG_MAX_DOCUMENT_BYTES", "0")  # no limit
     assert isinstance(next(read_inputs([tmp_path / "a.md"])), DocumentInput)
+
+
+def test_an_output_file_that_cannot_be_written_is_refused_before_the_work(cli_env: dict[str, str],
+                                                                         capsys: pytest.CaptureFixture[str],
+                                                                         tmp_path: Path) -> None:
+    target = tmp_path / "no such dir" / "graph.graphml"
+    code, _, err = _cli(capsys, "cluster", "--graphml", str(target))
+    assert code == 1
+    assert f"Error: Could not open file '{target}': cannot write into {target.parent}" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
@@ -92,6 +93,9 @@ def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], sin
     params.validate()
     if png is not None:
         require_matplotlib()  # before the work, not after it
+    for output in (graphml, png):  # a path that cannot be written is refused before the work, too
+        if output is not None and not os.access(output.parent.resolve(), os.W_OK | os.X_OK):
+            raise click.FileError(str(output), hint=f"cannot write into {output.parent}")
     key = parse_key_spec(key_spec) if key_spec else None
     ids = _event_ids(event_ids)
     if query is not None and ids is not None:
@@ -111,10 +115,13 @@ def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], sin
 
         result = cluster_events(sag.db, selection, params, llm=llm, prompts_dir=sag.settings.prompts_dir,
                                 on_phase=on_phase)
-    if graphml is not None:
-        write_graphml(result, graphml)
-    if png is not None:
-        write_png(result, png)
+    try:
+        if graphml is not None:
+            write_graphml(result, graphml)
+        if png is not None:
+            write_png(result, png)
+    except OSError as exc:
+        raise click.FileError(str(exc.filename or graphml or png), hint=exc.strerror or str(exc)) from exc
     if as_json:
         echo_json(result.to_dict())
         return
