@@ -7,9 +7,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from psycopg.types.json import Jsonb
-
 from .config import Settings
+from .db import catalog
 from .db.connection import Database, raw_connect, resolve_dsn
 from .db.status import database_status
 from .embedders import Embedder, make_embedder
@@ -132,8 +131,8 @@ class SAG:
     def delete_document(self, uri: str, *, source: str = DEFAULT_SOURCE) -> bool:
         """Delete a document and any key left with no event; False if there was none."""
         with self.db.transaction() as conn:
-            row = conn.execute("select id from sag.sources where name = %s", [source]).fetchone()
-            return bool(row) and store.delete_document(conn, int(row[0]), uri)
+            found = catalog.source_id(conn, source)
+            return found is not None and store.delete_document(conn, found, uri)
 
     # -- search ----------------------------------------------------------------------------------
 
@@ -223,48 +222,19 @@ class SAG:
                 raise ConfigError(f"unknown alignment settings {sorted(unknown)}: use trigram, vector, across_types")
             patch["alignment"] = alignment
         with self.db.transaction() as conn:
-            source_id = store.ensure_source(conn, name)
-            row = conn.execute(
-                "update sag.sources set config = case when %s then %s::jsonb else config || %s::jsonb end "
-                "where id = %s returning config",
-                [replace, Jsonb(patch), Jsonb(patch), source_id],
-            ).fetchone()
-        return dict(row[0]) if row else {}
+            return catalog.update_source_config(conn, store.ensure_source(conn, name), patch, replace=replace)
 
     # -- information -----------------------------------------------------------------------------
 
     def sources(self) -> list[dict[str, Any]]:
         with self.db.connect(autocommit=True) as conn:
-            rows = conn.execute(
-                """select s.name, s.created_at,
-                          (select count(*) from sag.documents d where d.source_id = s.id),
-                          (select count(*) from sag.events e where e.source_id = s.id),
-                          (select count(*) from sag.keys k where k.source_id = s.id)
-                     from sag.sources s order by s.name"""
-            ).fetchall()
-        return [{"name": r[0], "created_at": r[1], "documents": r[2], "events": r[3], "keys": r[4]} for r in rows]
+            return catalog.list_sources(conn)
 
     def stats(self, *, source: str | None = None) -> dict[str, Any]:
         with self.db.connect(autocommit=True) as conn:
-            row = conn.execute(
-                """select count(distinct d.id), (select count(*) from sag.chunks c where c.source_id = any(ids)),
-                          (select count(*) from sag.events e where e.source_id = any(ids)),
-                          (select count(*) from sag.keys k where k.source_id = any(ids)),
-                          coalesce(sum(d.prompt_tokens), 0), coalesce(sum(d.completion_tokens), 0)
-                     from (select coalesce(sag.source_ids(%s), array(select id from sag.sources)) as ids) s
-                     left join sag.documents d on d.source_id = any(s.ids)
-                    group by s.ids""",
-                [[source] if source else None],
-            ).fetchone()
-            types = conn.execute(
-                """select k.type, count(*) from sag.keys k
-                    where k.source_id = any(coalesce(sag.source_ids(%s), array(select id from sag.sources)))
-                    group by k.type order by count(*) desc""",
-                [[source] if source else None],
-            ).fetchall()
-        assert row is not None
-        return {"source": source, "documents": row[0], "chunks": row[1], "events": row[2], "keys": row[3],
-                "prompt_tokens": row[4], "completion_tokens": row[5], "key_types": dict(types)}
+            figures = catalog.source_figures(conn, source)
+            types = catalog.key_type_counts(conn, source)
+        return {"source": source, **figures, "key_types": types}
 
     def status(self) -> dict[str, Any]:
         with raw_connect(self.db.dsn, autocommit=True) as conn:

@@ -17,7 +17,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.adapt import PyFormat
 
-__all__ = ["Candidates", "fetch_hits", "match_named_keys", "retrieve", "source_ids"]
+__all__ = ["Candidates", "context_for_query", "fetch_hits", "match_named_keys", "retrieve", "source_ids"]
 
 
 def _ensure_vector_dumper(conn: psycopg.Connection) -> None:
@@ -128,3 +128,12 @@ def fetch_hits(conn: psycopg.Connection, top: Sequence[int],
     assert row is not None
     details, key_details = row
     return details, {k["id"]: k for k in key_details}
+
+
+def context_for_query(conn: psycopg.Connection, query_embedding: npt.NDArray[np.floating],
+                      source_ids: Sequence[int] | None) -> dict[str, Any]:
+    """``sag.context_for_query``: the events and keys nearest to a question and the sources' key types."""
+    _ensure_vector_dumper(conn)
+    row = conn.execute("select sag.context_for_query(query_embedding => %b, source_ids => %s)",
+                       [query_embedding, source_ids]).fetchone()
+    return dict(row[0]) if row and row[0] else {"events": [], "keys": [], "key_types": []}

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from ..db import retrieval as db
 from ..embedders.base import embed_queries
 from ..prompts import bullets, render
 from ..prompts.schemas import REWRITE_QUERY_SCHEMA
@@ -34,8 +35,7 @@ class Rewrite:
 def query_context(conn: psycopg.Connection, embedder: Embedder, query: str,
                   source_ids: list[int] | None) -> dict[str, Any]:
     """The events and keys nearest to the query, and the sources' key types (one SQL call)."""
-    row = conn.execute("select sag.context_for_query(%b, %s)", [embed_queries(embedder, [query])[0], source_ids]).fetchone()
-    return dict(row[0]) if row and row[0] else {"events": [], "keys": [], "key_types": []}
+    return db.context_for_query(conn, embed_queries(embedder, [query])[0], source_ids)
 
 
 def rewrite_query(conn: psycopg.Connection, embedder: Embedder, llm: LLM, query: str,
