@@ -151,6 +151,12 @@ def test_bad_parameters(db_conn: psycopg.Connection, two_sources: tuple[dict[str
         retrieve(db_conn, QUESTION, Q, query_tokens=TOKENS, source_ids=None, top_n=0)
     with pytest.raises(QueryError, match="named_key_floor"):
         retrieve(db_conn, QUESTION, Q, query_tokens=TOKENS, source_ids=None, params=RetrievalParams(named_key_floor=1.5))
+    # Out of PostgreSQL's integer range, or a damping PageRank cannot use: named, not an UndefinedFunction or
+    # a bare ValueError.
+    with pytest.raises(QueryError, match="key_top_n must be at most"):
+        retrieve(db_conn, QUESTION, Q, query_tokens=TOKENS, source_ids=None, params=RetrievalParams(key_top_n=2**31))
+    with pytest.raises(QueryError, match="pagerank_alpha"):
+        retrieve(db_conn, QUESTION, Q, query_tokens=TOKENS, source_ids=None, params=RetrievalParams(pagerank_alpha=5))
     with pytest.raises(QueryError, match="1-D"):
         retrieve(db_conn, QUESTION, np.zeros((2, 3)), query_tokens=TOKENS, source_ids=None)
     # The connection is still usable: the failed statement was rolled back to a savepoint.

@@ -140,11 +140,12 @@ begin
     select u.lexeme, c.source_id, count(*) from sag.chunks c, unnest(c.tsv) u group by 1, 2;
     insert into sag.corpus_stats (source_id, chunk_count, token_total)
     select c.source_id, count(*), sum(c.token_count) from sag.chunks c group by 1;
+    perform sag.calibrate();
 end;
 $$;
 comment on function sag.rebuild_term_stats() is
     'Recounts sag.term_stats and sag.corpus_stats from sag.chunks (after a TRUNCATE, or a load with the '
-    'triggers disabled).';
+    'triggers disabled), and re-calibrates the retrieval (sag.calibrate).';
 
 -- N (chunks) and the average chunk length (tokens) of the given sources, NULL = all.
 create or replace function sag.bm25_corpus(source_ids bigint[] default null)
