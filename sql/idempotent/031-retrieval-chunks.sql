@@ -420,20 +420,37 @@ comment on function sag.rank_chunks(vector, text[], bigint[], float8[], integer[
 create or replace function sag.question_coverage(query_tokens text[], chunk_ids bigint[],
                                                  source_ids bigint[] default null)
 returns float8
-language sql stable
+language plpgsql stable
 set search_path = sag, public, pg_catalog
 as $$
-    with t as (select distinct q.term from sag._bm25_query_terms(query_tokens) q),
-    n as (select c.n from sag.bm25_corpus(source_ids) c),
+declare
+    n float8;
+    terms text[];
+    idfs float8[];
+    share float8;
+begin
+    select c.n into n from sag.bm25_corpus(source_ids) c;
+    if coalesce(n, 0) = 0 or cardinality(chunk_ids) is null or cardinality(chunk_ids) = 0 then
+        return 0;
+    end if;
     -- A term no chunk holds counts with the largest idf: no passage answers that part of the question.
-    w as (select d.term, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) as idf
-            from n, sag.bm25_df(array(select t.term from t), source_ids) d
-           where n.n > 0)
-    select coalesce(max(x.share), 0)
-      from (select sum(w.idf) filter (where c.tsv @@ sag._lexeme_query(w.term)) / nullif(sum(w.idf), 0) as share
-              from sag.chunks c cross join w
-             where c.id = any (chunk_ids)
-             group by c.id) x
+    select array_agg(d.term), array_agg(ln(1 + (n - d.df + 0.5) / (d.df + 0.5)))
+      into terms, idfs
+      from sag.bm25_df(array(select distinct q.term from sag._bm25_query_terms(query_tokens) q), source_ids) d;
+    if terms is null then
+        return 0;
+    end if;
+    -- The few chunks by primary key first: joined to the terms, the planner would scan every chunk.
+    select max(x.held / total.idf) into share
+      from (select sum(u.idf) as idf from unnest(idfs) as u(idf)) total,
+           lateral (select (select coalesce(sum(w.idf), 0)
+                              from unnest(terms, idfs) as w(term, idf)
+                             where c.tsv @@ sag._lexeme_query(w.term)) as held
+                      from sag.chunks c
+                     where c.id = any (chunk_ids)) x
+     where total.idf > 0;
+    return coalesce(share, 0);
+end;
 $$;
 comment on function sag.question_coverage(text[], bigint[], bigint[]) is
     'The largest share of the question''s information (sum of BM25 idf over its distinct terms) that one of '
