@@ -13,7 +13,7 @@ from .db.connection import Database, raw_connect, resolve_dsn
 from .db.status import database_status
 from .embedders import Embedder, make_embedder
 from .errors import ConfigError, InputError, QueryError
-from .ingest import store
+from .db import ingest as store
 from .ingest.readers import (
     DocumentInput,
     InputFailure,

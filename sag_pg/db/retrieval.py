@@ -17,7 +17,8 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.adapt import PyFormat
 
-__all__ = ["Candidates", "context_for_query", "fetch_hits", "match_named_keys", "retrieve", "source_ids"]
+__all__ = ["Candidates", "context_for_query", "fetch_hits", "match_named_keys", "read_only_session", "retrieve",
+           "source_ids"]
 
 
 def _ensure_vector_dumper(conn: psycopg.Connection) -> None:
@@ -26,6 +27,12 @@ def _ensure_vector_dumper(conn: psycopg.Connection) -> None:
         conn.adapters.get_dumper(np.ndarray, PyFormat.BINARY)
     except psycopg.ProgrammingError:
         register_vector(conn)
+
+
+def read_only_session(conn: psycopg.Connection, *, statement_timeout_ms: int) -> None:
+    """Searches only read: the session becomes read-only, with a ceiling on every statement."""
+    conn.read_only = True
+    conn.execute("select set_config('statement_timeout', %s, false)", [str(int(statement_timeout_ms))])
 
 
 def source_ids(conn: psycopg.Connection, names: Sequence[str] | None) -> list[int] | None:

@@ -23,7 +23,7 @@ from ..db.connection import Database
 from ..errors import SagError
 from ..llm.base import LLM
 from ..types import DEFAULT_KEY_TYPES
-from . import store
+from ..db import ingest as store
 from .prepare import DocumentPreparer, PreparedDocument, content_hash
 from .readers import DocumentInput, InputFailure, ReadResult
 

@@ -52,8 +52,7 @@ def search(conn: psycopg.Connection, embedder: Embedder, query: str, *, keys: Se
     if not np.any(embedding):
         embedding = embedding.copy()  # an all-zero query vector still runs: BM25 and keys carry it
     # Searches only read: a read-only session, with a ceiling on every statement.
-    conn.read_only = True
-    conn.execute(f"set statement_timeout = {SEARCH_TIMEOUT_MS}")
+    db.read_only_session(conn, statement_timeout_ms=SEARCH_TIMEOUT_MS)
     source_ids = resolve_sources(conn, sources)
     conn.commit()
     seeds = seed_keys(conn, embedder, keys, source_ids) if keys else None

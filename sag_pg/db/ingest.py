@@ -11,7 +11,7 @@ from psycopg.types.json import Jsonb
 from ..types import KeyRef, PreRetrieval
 
 if TYPE_CHECKING:
-    from .prepare import PreparedDocument
+    from ..ingest.prepare import PreparedDocument
 
 
 @dataclass(frozen=True)
