@@ -247,3 +247,21 @@ def test_keys_named_in_the_question_seed_and_keep_a_floor(
     # Explicit seed keys replace the query's own key matching, names included.
     explicit = retrieve(db_conn, question, Q, query_tokens=TOKENS, source_ids=src, seed_keys=[(one["zorblax"], 1.0)])
     assert explicit.named_keys == []
+
+
+def test_a_named_hub_is_still_a_seed(db_conn: psycopg.Connection,
+                                     two_sources: tuple[dict[str, int], dict[str, int]]) -> None:
+    """Zorblax has two events: with max_key_events 1 it is a hub.  Named in the question it is still one of the
+    question's named keys, the seeds of stage 1 (counted in the question's own events only)."""
+    one, _ = two_sources
+    _normalize_keys(db_conn)
+    src = [one["source"]]
+    toy = db_conn.execute("select id from sag.keys where name = 'toy' and source_id = %s", src).fetchone()[0]
+    hubs = RetrievalParams(max_key_events=1, text_weight=0.85, feedback_chunks=0)
+    named = retrieve(db_conn, "Who made Zorblax toys", Q, query_tokens=["zorblax", "toys"], source_ids=src,
+                     params=hubs)
+    assert named.named_keys == [one["zorblax"]]
+    unnamed = retrieve(db_conn, "who made zorblax toys", Q, query_tokens=["zorblax", "toys"], source_ids=src,
+                       params=hubs)
+    assert unnamed.named_keys == []
+    assert toy in {k.key_id for k in named.keys}

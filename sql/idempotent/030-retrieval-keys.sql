@@ -47,6 +47,8 @@ drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], b
                                         integer, integer, bigint[], bigint[], float8);
 drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[]);
+drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+                                          bigint[], float8[], float8[], float8, integer, bigint[], bigint);
 
 -- Nearest neighbours by the HNSW indexes: the `lim` rows nearest to `query_embedding` (cosine distance), in
 -- the index's order (relaxed: nearly sorted), NaN distances (zero vectors) left out.  Callers sort.
@@ -280,7 +282,8 @@ create or replace function sag.activate_keys(
     text_weight float8 default 0.85,
     feedback_chunks integer default 1,
     event_filter bigint[] default null,
-    corpus_events bigint default null)
+    corpus_events bigint default null,
+    hub_seed_ids bigint[] default null)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
 set search_path = sag, public, pg_catalog
@@ -324,26 +327,17 @@ begin
     ),
     seeds as (
         -- k1: the given seeds, plus every key of the feedback chunks with k1 = s of its chunk; a key given
-        -- twice keeps its largest weight.  Hubs and keys outside the sources are not expanded.
-        select s.key_id, max(s.w) as w
+        -- twice keeps its largest weight.  Keys outside the sources are left out, and so are hubs, except
+        -- those in hub_seed_ids (the keys the question names): a named key is always a seed.
+        select s.key_id, max(s.w) as w, bool_or(k.event_count > max_key_events) as hub
           from (select u.key_id, u.w from unnest(seed_key_ids, seed_weights) as u(key_id, w)
                 union all
                 select ck.key_id, f.s from feedback f join sag.chunk_keys ck on ck.chunk_id = f.chunk_id) s
           join sag.keys k on k.id = s.key_id
          where s.w > 0
-           and k.event_count <= max_key_events
+           and (k.event_count <= max_key_events or k.id = any (hub_seed_ids))
            and (source_ids is null or k.source_id = any (source_ids))
          group by s.key_id
-    ),
-    seed_events as (
-        -- Event-key-query-related, with W_event-key(e) = sum of k1 over the seed keys e contains.
-        select ek.event_id, e.chunk_id, sum(s.w) as w_ek
-          from seeds s
-          join sag.event_keys ek on ek.key_id = s.key_id
-          join sag.events e on e.id = ek.event_id
-         where (source_ids is null or e.source_id = any (source_ids))
-           and (event_filter is null or e.id in (select unnest(event_filter)))
-         group by ek.event_id, e.chunk_id
     ),
     e1 as (
         -- Event-query-related: the event_limit events nearest to the query (HNSW, cosine known), and the
@@ -358,6 +352,18 @@ begin
                    and (source_ids is null or e.source_id = any (source_ids))
                    and (event_filter is null or e.id in (select unnest(event_filter)))) x
          group by x.event_id
+    ),
+    seed_events as (
+        -- Event-key-query-related, with W_event-key(e) = sum of k1 over the seed keys e contains.  A hub seed
+        -- counts only in the events related to the query (e1): its other events would be read for nothing.
+        select ek.event_id, e.chunk_id, sum(s.w) as w_ek
+          from seeds s
+          join sag.event_keys ek on ek.key_id = s.key_id
+          join sag.events e on e.id = ek.event_id
+         where (source_ids is null or e.source_id = any (source_ids))
+           and (event_filter is null or e.id in (select unnest(event_filter)))
+           and (not s.hub or ek.event_id in (select e1.event_id from e1))
+         group by ek.event_id, e.chunk_id
     ),
     intersected as (
         -- Event-related = the intersection; W_e2 = W_event-key * e1, where e1 of an event mixes its cosine
@@ -417,7 +423,7 @@ begin
 end;
 $$;
 comment on function sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
-                                      bigint[], float8[], float8[], float8, integer, bigint[], bigint) is
+                                      bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[]) is
     'Stage 1 (sag-algorithm §2.2 steps 2-8).  Seeds k1: the given keys (e.g. from sag.match_keys) plus, when the '
     'query''s chunks are given (chunk_ids/chunk_similarities/chunk_text_scores, from sag.query_chunks), every key '
     'of the feedback_chunks chunks with the highest s, with k1 = s (pseudo-relevance feedback).  Seeds -> their '
@@ -427,6 +433,7 @@ comment on function sag.activate_keys(vector, bigint[], float8[], bigint[], inte
     'over the seeds in e; W_e2 = W_event-key * e1; W(k) = sum of W_e2 over the intersected events containing k; '
     'kept if >= threshold * max W, then the top_n (ties by key_id); L1-normalized (weights sum to 1); step = 1. '
     'Empty intersection: the seeds'' events scored exactly; still nothing: the e1 events with W_event-key = 1. '
+    'hub_seed_ids: seeds kept although they are hubs (the keys the question names), counted in e1 events only. '
     'event_filter (NULL = none): only those events activate keys.  source_ids NULL = all sources.';
 
 create or replace function sag.expand_keys(

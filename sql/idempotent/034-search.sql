@@ -99,13 +99,21 @@ begin
           into s_ids, s_w
           from sag.match_keys(query_embedding, source_ids, match_top_k, match_min_similarity) m;
         if use_names then
-            -- Keys written in the question seed with k1 = 1, as exact caller-named keys do; hubs take their
-            -- words but seed nothing (sag.activate_keys would not expand them).
+            -- Keys written in the question seed with k1 = 1, as exact caller-named keys do, hubs included
+            -- (sag.activate_keys counts a hub seed in the query's own events only).
             select array_agg(distinct n.key_id) into named
-              from sag.named_keys(query, source_ids, max_key_events => max_key_events) n
-             where not n.hub;
-            s_ids := s_ids || coalesce(named, '{}');
-            s_w := s_w || array_fill(1.0::float8, array[cardinality(coalesce(named, '{}'))]);
+              from sag.named_keys(query, source_ids, max_key_events => max_key_events) n;
+            -- k1 of a named key: 1, as exact caller-named keys; a named hub's is its weight as a key
+            -- (specificity and type): "United States" named in a question says less about where the answer
+            -- is than "Quentin Vance".
+            select s_ids || coalesce(array_agg(k.id order by k.id), '{}'),
+                   s_w || coalesce(array_agg(case when k.event_count > max_key_events
+                                                  then sag._key_weight(k.type, k.event_count, corpus_events,
+                                                                       src.config -> 'key_types')
+                                                  else 1.0 end order by k.id), '{}')
+              into s_ids, s_w
+              from sag.keys k join sag.sources src on src.id = k.source_id
+             where k.id = any (coalesce(named, '{}'));
         end if;
     else
         s_ids := seed_key_ids;
@@ -141,7 +149,7 @@ begin
                              chunk_ids => coalesce(qc_ids, '{}'), chunk_similarities => coalesce(qc_sim, '{}'),
                              chunk_text_scores => coalesce(qc_ts, '{}'), text_weight => text_weight,
                              feedback_chunks => feedback_chunks, event_filter => event_filter,
-                             corpus_events => corpus_events) a;
+                             corpus_events => corpus_events, hub_seed_ids => named) a;
     timings := timings || jsonb_build_object('activate_keys', sag._ms_since(t));
 
     t := clock_timestamp();
