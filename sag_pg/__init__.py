@@ -17,6 +17,7 @@ from .errors import (
     ExtractionError,
     InputError,
     LLMError,
+    NotFoundError,
     QueryError,
     SagError,
     SchemaVersionError,
@@ -35,5 +36,6 @@ __all__ = [
     "ExtractionError",
     "LLMError",
     "QueryError",
+    "NotFoundError",
     "__version__",
 ]

@@ -7,12 +7,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+
 from .config import Settings
 from .db import catalog
 from .db.connection import Database, raw_connect, resolve_dsn
 from .db.status import database_status
 from .embedders import Embedder, make_embedder
-from .errors import ConfigError, InputError, QueryError
+from .errors import ConfigError, InputError, NotFoundError, QueryError
 from .db import ingest as store
 from .ingest.readers import (
     DocumentInput,
@@ -103,6 +105,9 @@ class SAG:
         """
         from .ingest.prepare import DocumentPreparer
         from .ingest.runner import Ingestor
+
+        if not source or not source.strip():
+            raise QueryError("the source name is empty: give a name such as 'default'")
 
         extractor = self.extractor()
         preparer = DocumentPreparer(
@@ -231,8 +236,13 @@ class SAG:
             return catalog.list_sources(conn)
 
     def stats(self, *, source: str | None = None) -> dict[str, Any]:
+        """Documents, chunks, events, keys, LLM tokens and keys per type of ``source`` (None: every source);
+        NotFoundError if there is no such source."""
         with self.db.connect(autocommit=True) as conn:
-            figures = catalog.source_figures(conn, source)
+            try:
+                figures = catalog.source_figures(conn, source)
+            except psycopg.errors.NoDataFound as exc:
+                raise NotFoundError(exc.diag.message_primary or str(exc)) from exc
             types = catalog.key_type_counts(conn, source)
         return {"source": source, **figures, "key_types": types}
 

@@ -108,3 +108,15 @@ def test_sql_restriction_narrows_the_search(library: SAG) -> None:
     assert "hopper" in uris
     by_document = library.search("Engine", sql="document.uri = 'babbage'", top_n=4)
     assert {hit.document_uri for hit in by_document.chunks} == {"babbage"}
+
+
+def test_stats_of_an_unknown_source_is_a_named_error(sag: SAG) -> None:
+    from sag_pg import NotFoundError
+
+    with pytest.raises(NotFoundError, match="no source named 'nosuch'"):
+        sag.stats(source="nosuch")
+
+
+def test_ingest_into_an_empty_source_name_is_a_named_error(sag: SAG) -> None:
+    with pytest.raises(QueryError, match="source name is empty"):
+        sag.ingest_text("Ada Lovelace met Charles Babbage.", uri="a", source=" ")
