@@ -8,7 +8,7 @@
 create or replace function sag.create_vector_indexes(dimension integer default null)
 returns integer
 language plpgsql
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     dim integer := coalesce(dimension, (sag.bound_embedder()->>'dimension')::int);
@@ -51,7 +51,7 @@ comment on function sag.create_vector_indexes(integer) is
 create or replace function sag.drop_vector_indexes()
 returns void
 language sql
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select pg_advisory_xact_lock(hashtext('sag.vector_indexes'));
     drop index if exists sag.chunks_embedding_hnsw, sag.events_embedding_hnsw, sag.keys_embedding_hnsw;
@@ -65,7 +65,7 @@ comment on function sag.drop_vector_indexes() is
 create or replace function sag.set_vector_storage(dimension integer)
 returns text
 language plpgsql
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     mode text := case when dimension <= 3000 then 'plain' else 'main' end;
@@ -82,13 +82,13 @@ comment on function sag.set_vector_storage(integer) is
 create or replace function sag.bound_embedder()
 returns jsonb
 language sql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$ select value from sag.settings where name = 'embedder' $$;
 
 create or replace function sag.bind_embedder(embedder text, dimension integer)
 returns jsonb
 language plpgsql
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     bound jsonb;
@@ -135,7 +135,7 @@ comment on function sag.bound_embedder() is
 create or replace function sag.table_counts()
 returns table (table_name text, row_count bigint)
 language sql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select 'sources', count(*) from sag.sources
     union all select 'documents', count(*) from sag.documents

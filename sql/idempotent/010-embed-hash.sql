@@ -15,7 +15,7 @@
 create or replace function sag._embed_hash_stopwords()
 returns text[]
 language sql immutable parallel safe
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     -- Keep identical to sag_pg.embedders.hashing.STOPWORDS.
     select array[
@@ -41,7 +41,7 @@ comment on function sag._embed_hash_stopwords() is
 create or replace function sag._embed_hash_features(content text)
 returns table (feature text, weight double precision)
 language sql immutable parallel safe strict
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     with tokens as (
         select m[1] as token
@@ -75,7 +75,7 @@ comment on function sag._embed_hash_features(text) is
 create or replace function sag.embed_hash(content text, dimension integer default 512)
 returns vector
 language plpgsql immutable parallel safe strict
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 begin
     -- plpgsql only for this check: pgvector's limit is 16000 dimensions.

@@ -4,7 +4,7 @@
 create or replace function sag.ensure_source(source_name text)
 returns bigint
 language plpgsql
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     found_id bigint;
@@ -27,7 +27,7 @@ comment on function sag.ensure_source(text) is 'The id of the source with this n
 create or replace function sag.source_ids(source_names text[])
 returns bigint[]
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     ids bigint[];
@@ -58,7 +58,7 @@ create or replace function sag._match_keys(
     trgm_threshold float8, vector_threshold float8, across_types boolean)
 returns table (ord integer, key_id bigint)
 language sql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 -- Planned as a generic plan, the trigram test would scan sag.keys sequentially (the planner cannot see
 -- the threshold); the indexes are always the right way in.
 set enable_seqscan = off
@@ -107,7 +107,7 @@ create or replace function sag.resolve_keys(
     across_types boolean default true)
 returns table (ord integer, key_id bigint)
 language plpgsql
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     matched bigint[];
@@ -150,7 +150,7 @@ comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], flo
 create or replace function sag._adjust_key_counts(key_ids bigint[], deltas integer[])
 returns void
 language plpgsql
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 begin
     perform 1 from sag.keys k where k.id = any(key_ids) order by k.id for no key update;
@@ -167,7 +167,7 @@ $$;
 create or replace function sag._document_key_events(p_document_id bigint)
 returns table (key_id bigint, n integer)
 language sql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select ek.key_id, count(*)::int from sag.event_keys ek
       join sag.events e on e.id = ek.event_id
@@ -178,7 +178,7 @@ $$;
 create or replace function sag.delete_document(p_document_id bigint)
 returns boolean
 language plpgsql
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     ids bigint[];
@@ -210,7 +210,7 @@ create or replace function sag.store_document(
     link_event_ordinals integer[], link_key_ids bigint[], link_counts integer[])
 returns bigint
 language plpgsql
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     old_id bigint;
@@ -280,7 +280,7 @@ create or replace function sag.pre_retrieve(
     event_embedding vector, p_source_id bigint, direct_k integer default 10, similar_n integer default 3)
 returns jsonb
 language sql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select jsonb_build_object(
         'direct_keys', coalesce((
@@ -319,7 +319,7 @@ create or replace function sag.ingest_document(
     trgm_threshold float8 default 0.9, vector_threshold float8 default null, across_types boolean default true)
 returns bigint
 language plpgsql
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     resolved bigint[];

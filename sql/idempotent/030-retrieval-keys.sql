@@ -25,7 +25,7 @@
 create or replace function sag._require(ok boolean, message text)
 returns boolean
 language plpgsql immutable parallel safe
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 begin
     if ok is not true then
@@ -74,7 +74,7 @@ drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], 
 create or replace function sag._nearest_keys(query_embedding vector, source_ids bigint[], lim integer)
 returns table (key_id bigint, distance float8)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set enable_sort = off
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
@@ -97,7 +97,7 @@ create or replace function sag._nearest_events(query_embedding vector, source_id
                                                event_filter bigint[] default null)
 returns table (event_id bigint, distance float8)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set enable_sort = off
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
@@ -136,7 +136,7 @@ create or replace function sag._nearest_chunks(query_embedding vector, source_id
                                                chunk_filter bigint[] default null)
 returns table (chunk_id bigint, distance float8)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set enable_sort = off
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
@@ -177,7 +177,7 @@ create or replace function sag.match_keys(
     min_similarity float8 default 0.45)
 returns table (key_id bigint, similarity float8)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
@@ -233,7 +233,7 @@ create or replace function sag._activate(
     threshold float8, top_n integer, max_key_events integer, corpus_events bigint default null)
 returns table (key_id bigint, weight float8)
 language sql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 -- A few hundred to a few thousand key lookups: by primary key, not by a hash join over all keys.
 set enable_seqscan = off
 as $$
@@ -286,7 +286,7 @@ create or replace function sag.activate_keys(
     hub_seed_ids bigint[] default null)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
@@ -453,7 +453,7 @@ create or replace function sag.expand_keys(
     corpus_events bigint default null)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare

@@ -19,7 +19,7 @@ drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], inte
 create or replace function sag._bm25_query_terms(query_tokens text[])
 returns table (term text, qtf integer)
 language sql immutable parallel safe
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select u.lexeme, cardinality(u.positions)
       from unnest(to_tsvector('simple'::regconfig, coalesce(array_to_string(query_tokens, ' '), ''))) as u
@@ -34,7 +34,7 @@ create or replace function sag._bm25_score(
     avgdl float8, k1 float8, b float8, chunk_filter bigint[] default null)
 returns table (chunk_id bigint, score float8)
 language sql stable parallel safe
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select s.id,
            sum(qtfs[s.i] * idfs[s.i] * s.tf / (s.tf + k1 * (1 - b + b * s.token_count / avgdl)))
@@ -57,7 +57,7 @@ create or replace function sag.bm25_chunks(
     max_postings integer default null)
 returns table (chunk_id bigint, score float8)
 language plpgsql stable parallel safe
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
@@ -171,7 +171,7 @@ create or replace function sag.dense_chunks(
     chunk_filter bigint[] default null)
 returns table (chunk_id bigint, similarity float8)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
@@ -197,7 +197,7 @@ create or replace function sag.hybrid_chunks(
     chunk_filter bigint[] default null)
 returns table (chunk_id bigint, score float8)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
@@ -236,7 +236,7 @@ create or replace function sag.query_chunks(
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, via_vector boolean,
                via_text boolean)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
@@ -310,7 +310,7 @@ create or replace function sag.rank_chunks(
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, key_score float8,
                weight_init float8, via_keys boolean, via_vector boolean, via_text boolean)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
@@ -421,7 +421,7 @@ create or replace function sag.question_coverage(query_tokens text[], chunk_ids 
                                                  source_ids bigint[] default null)
 returns float8
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     n float8;

@@ -5,7 +5,7 @@ create or replace function sag.match_named_keys(
     per_key integer default 3, min_similarity float8 default 0.5)
 returns table (key_id bigint, similarity float8)
 language sql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     -- Exact normalized matches count fully; otherwise the per_key most similar string keys.
     select m.key_id, max(m.similarity)
@@ -31,7 +31,7 @@ create or replace function sag.context_for_query(
     key_limit integer default 20)
 returns jsonb
 language sql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select jsonb_build_object(
         'events', coalesce((select jsonb_agg(jsonb_build_object('title', e.title, 'content', e.content)

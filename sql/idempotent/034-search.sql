@@ -52,7 +52,7 @@ create or replace function sag.retrieve(
     adaptive_keys boolean default true)
 returns jsonb
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
@@ -219,7 +219,7 @@ create or replace function sag.search(
     query_embedding vector default null)
 returns table (document text, chunk_id bigint, title text, content text, score float8)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     bound jsonb := sag.bound_embedder();

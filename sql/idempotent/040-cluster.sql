@@ -20,7 +20,7 @@
 create or replace function sag._cluster_links(event_ids bigint[], key_types text[])
 returns table (event_id bigint, key_id bigint)
 language sql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select ek.event_id, ek.key_id
       from sag.event_keys ek
@@ -33,7 +33,7 @@ $$;
 create or replace function sag._cluster_idf(n float8, df float8, use_idf boolean)
 returns float8
 language sql immutable parallel safe
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$ select case when use_idf then ln(n / df) else 1.0::float8 end $$;
 
 create or replace function sag.cluster_key_idf(
@@ -42,7 +42,7 @@ create or replace function sag.cluster_key_idf(
     use_idf boolean default true)
 returns table (key_id bigint, idf float8)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     n float8;
@@ -70,7 +70,7 @@ create or replace function sag.cluster_key_pairs(
     max_key_events integer default 500)
 returns table (event_a bigint, event_b bigint, w_key float8)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     n float8;
@@ -115,7 +115,7 @@ create or replace function sag.cluster_key_cap(
     use_idf boolean default true)
 returns integer
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     n bigint;
@@ -154,7 +154,7 @@ create or replace function sag.cluster_semantic_pairs(
     exact_max integer default 1000)
 returns table (event_a bigint, event_b bigint, similarity float8)
 language plpgsql stable
-set search_path = sag, public, pg_catalog
+set search_path = pg_catalog, sag, public, pg_temp
 set enable_sort = on
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
