@@ -19,8 +19,8 @@ import networkx as nx
 import numpy as np
 import numpy.typing as npt
 import psycopg
-from psycopg.types.json import Jsonb
 
+from ..db import cluster as cluster_sql
 from ..db.connection import Database
 from ..errors import InputError
 from ..llm import LLM
@@ -154,72 +154,6 @@ class ClusterResult:
         }
 
 
-# -- SQL: one typed function per SQL function -----------------------------------------------------------
-
-_KEY_PAIRS = ("select event_a, event_b, w_key from sag.cluster_key_pairs(%s::bigint[], %s::text[], %s, %s)")
-_SEMANTIC_PAIRS = ("select event_a, event_b, similarity from sag.cluster_semantic_pairs(%s::bigint[], %s, %s)")
-_LINKS = "select event_id, key_id from sag._cluster_links(%s::bigint[], %s::text[])"
-_IDF = "select key_id, idf from sag.cluster_key_idf(%s::bigint[], %s::text[], %s)"
-_KEY_CAP = "select sag.cluster_key_cap(%s::bigint[], %s, %s::text[], %s)"
-
-_COPY_HEADER = 19  # PGCOPY signature (11) + flags (4) + header extension length (4)
-
-
-def _copy_columns(conn: psycopg.Connection, query: str, params: list[Any],
-                  kinds: tuple[str, ...]) -> list[npt.NDArray[Any]]:
-    """Run ``query`` through binary COPY and parse its fixed-width, non-null columns into numpy arrays.
-
-    ``kinds`` are numpy type codes per column, ``"i8"`` (bigint) or ``"f8"`` (double precision).
-    """
-    with conn.cursor() as cur, cur.copy(f"copy ({query}) to stdout (format binary)", params) as copy:
-        data = b"".join(bytes(block) for block in copy)
-    dtype = np.dtype([("n", ">i2")] + [item for i, kind in enumerate(kinds)
-                                       for item in ((f"len{i}", ">i4"), (f"c{i}", ">" + kind))])
-    body = data[_COPY_HEADER:-2]  # the trailer is a field count of -1
-    if len(body) % dtype.itemsize:
-        raise RuntimeError(f"unexpected binary COPY layout for {query!r}")
-    rows = np.frombuffer(body, dtype=dtype)
-    for i in range(len(kinds)):
-        if rows.size and not np.all(rows[f"len{i}"] == 8):
-            raise RuntimeError(f"NULL or non 8-byte value in column {i} of {query!r}")
-    return [rows[f"c{i}"].astype(kind) for i, kind in enumerate(kinds)]
-
-
-def key_idf(conn: psycopg.Connection, event_ids: list[int], key_types: list[str] | None,
-            use_idf: bool) -> dict[int, float]:
-    """sag.cluster_key_idf: {key_id: idf} of the keys of the chosen events."""
-    return {int(k): float(v) for k, v in conn.execute(_IDF, [event_ids, key_types, use_idf]).fetchall()}
-
-
-def key_cap(conn: psycopg.Connection, event_ids: list[int], max_pairs: int, key_types: list[str] | None,
-            use_idf: bool) -> int:
-    """sag.cluster_key_cap: the max_key_events whose key pairs fit in max_pairs."""
-    row = conn.execute(_KEY_CAP, [event_ids, max_pairs, key_types, use_idf]).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
-def key_pairs(conn: psycopg.Connection, event_ids: list[int], key_types: list[str] | None, use_idf: bool,
-              max_key_events: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """sag.cluster_key_pairs as arrays (event_a, event_b, w_key)."""
-    a, b, w = _copy_columns(conn, _KEY_PAIRS, [event_ids, key_types, use_idf, max_key_events], ("i8", "i8", "f8"))
-    return a, b, w
-
-
-def semantic_pairs(conn: psycopg.Connection, event_ids: list[int], k: int,
-                   exact_max: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """sag.cluster_semantic_pairs as arrays (event_a, event_b, similarity)."""
-    a, b, s = _copy_columns(conn, _SEMANTIC_PAIRS, [event_ids, k, exact_max], ("i8", "i8", "f8"))
-    return a, b, s
-
-
-def links(conn: psycopg.Connection, event_ids: list[int],
-          key_types: list[str] | None) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """sag._cluster_links as arrays (event_id, key_id)."""
-    ev, ky = _copy_columns(conn, _LINKS, [event_ids, key_types], ("i8", "i8"))
-    return ev, ky
-
-
 # -- the run --------------------------------------------------------------------------------------------
 
 @contextmanager
@@ -276,19 +210,19 @@ def cluster_events(
                 cap = params.max_key_events
                 if cap is None:
                     budget = int(params.key_pairs_per_event * len(ids))
-                    cap = key_cap(conn, ids, budget, key_types, params.use_idf)
-                ka, kb, kw = key_pairs(conn, ids, key_types, params.use_idf, cap)
+                    cap = cluster_sql.key_cap(conn, ids, budget, key_types, params.use_idf)
+                ka, kb, kw = cluster_sql.key_pairs(conn, ids, key_types, params.use_idf, cap)
                 done("key_pairs")
                 phase("semantic_pairs")
                 if params.semantic_k > 0:
-                    sa, sb, ss = semantic_pairs(conn, ids, params.semantic_k, params.exact_max)
+                    sa, sb, ss = cluster_sql.semantic_pairs(conn, ids, params.semantic_k, params.exact_max)
                 else:
                     sa = sb = np.zeros(0, dtype=np.int64)
                     ss = np.zeros(0)
                 done("semantic_pairs")
                 phase("keys")
-                idf = key_idf(conn, ids, key_types, params.use_idf)
-                link_ev, link_key = links(conn, ids, key_types)
+                idf = cluster_sql.key_idf(conn, ids, key_types, params.use_idf)
+                link_ev, link_key = cluster_sql.links(conn, ids, key_types)
                 done("keys")
         except psycopg.errors.InvalidParameterValue as exc:
             raise InputError(exc.diag.message_primary or str(exc)) from exc
@@ -339,8 +273,7 @@ def _titled_clusters(
     best = top_keys(labels, link_ev, link_key, idf, event_ids=ids, n=params.top_keys)
     wanted = sorted({k for keys in best for k, _ in keys})
     with conn.transaction():
-        rows = conn.execute("select id, type, name from sag.keys where id = any (%s::bigint[])", [wanted]).fetchall()
-    info = {int(r[0]): (str(r[1]), str(r[2])) for r in rows}
+        info = cluster_sql.key_names(conn, wanted)
 
     clusters: list[Cluster] = []
     for ordinal, group in enumerate(groups):
@@ -370,33 +303,9 @@ def _store(conn: psycopg.Connection, result: ClusterResult) -> None:
                   "semantic_pairs": result.semantic_pairs, "edges": result.edge_count},
     }
     with conn.transaction():
-        row = conn.execute(
-            "insert into sag.cluster_runs (source_id, params, event_count, cluster_count, modularity) "
-            "values (%s, %s, %s, %s, %s) returning id",
-            [result.source_id, Jsonb(params), result.event_count, len(result.clusters), result.modularity],
-        ).fetchone()
-        assert row is not None
-        run_id = int(row[0])
-        cluster_ids = [int(r[0]) for r in conn.execute(
-            "insert into sag.clusters (run_id, ordinal, title, size, top_keys) "
-            "select %s, u.ordinal, u.title, u.size, u.top_keys "
-            "  from unnest(%s::int[], %s::text[], %s::int[], %s::jsonb[]) as u(ordinal, title, size, top_keys) "
-            " order by u.ordinal returning id",
-            [run_id, [c.ordinal for c in result.clusters], [c.title for c in result.clusters],
-             [c.size for c in result.clusters],
-             [Jsonb([k.to_dict() for k in c.top_keys]) for c in result.clusters]],
-        ).fetchall()]
-        members_cluster: list[int] = []
-        members_event: list[int] = []
+        result.run_id, cluster_ids = cluster_sql.store_run(
+            conn, source_id=result.source_id, params=params, event_count=result.event_count,
+            modularity=result.modularity, clusters=[(c.ordinal, c.title, c.size, [k.to_dict() for k in c.top_keys],
+                                                     c.event_ids) for c in result.clusters])
         for cluster, cluster_id in zip(result.clusters, cluster_ids, strict=True):
             cluster.id = cluster_id
-            members_cluster.extend([cluster_id] * cluster.size)
-            members_event.extend(cluster.event_ids)
-        # Events deleted since the selection are skipped rather than failing the whole run.
-        conn.execute(
-            "insert into sag.cluster_events (cluster_id, event_id) "
-            "select u.c, u.e from unnest(%s::bigint[], %s::bigint[]) as u(c, e) "
-            "where exists (select 1 from sag.events ev where ev.id = u.e)",
-            [members_cluster, members_event],
-        )
-    result.run_id = run_id

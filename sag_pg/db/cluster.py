@@ -1,0 +1,119 @@
+"""The clustering's SQL (sql/idempotent/040-cluster.sql and the cluster tables): one typed function per SQL
+function, pair lists through binary COPY into numpy arrays, and the storage of a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg.types.json import Jsonb
+
+__all__ = ["key_cap", "key_idf", "key_names", "key_pairs", "links", "semantic_pairs", "store_run"]
+
+_KEY_PAIRS = ("select event_a, event_b, w_key from sag.cluster_key_pairs(%s::bigint[], %s::text[], %s, %s)")
+_SEMANTIC_PAIRS = ("select event_a, event_b, similarity from sag.cluster_semantic_pairs(%s::bigint[], %s, %s)")
+_LINKS = "select event_id, key_id from sag._cluster_links(%s::bigint[], %s::text[])"
+_IDF = "select key_id, idf from sag.cluster_key_idf(%s::bigint[], %s::text[], %s)"
+_KEY_CAP = "select sag.cluster_key_cap(%s::bigint[], %s, %s::text[], %s)"
+
+_COPY_HEADER = 19  # PGCOPY signature (11) + flags (4) + header extension length (4)
+
+
+def _copy_columns(conn: psycopg.Connection, query: str, params: list[Any],
+                  kinds: tuple[str, ...]) -> list[npt.NDArray[Any]]:
+    """Run ``query`` through binary COPY and parse its fixed-width, non-null columns into numpy arrays.
+
+    ``kinds`` are numpy type codes per column, ``"i8"`` (bigint) or ``"f8"`` (double precision).
+    """
+    with conn.cursor() as cur, cur.copy(f"copy ({query}) to stdout (format binary)", params) as copy:
+        data = b"".join(bytes(block) for block in copy)
+    dtype = np.dtype([("n", ">i2")] + [item for i, kind in enumerate(kinds)
+                                       for item in ((f"len{i}", ">i4"), (f"c{i}", ">" + kind))])
+    body = data[_COPY_HEADER:-2]  # the trailer is a field count of -1
+    if len(body) % dtype.itemsize:
+        raise RuntimeError(f"unexpected binary COPY layout for {query!r}")
+    rows = np.frombuffer(body, dtype=dtype)
+    for i in range(len(kinds)):
+        if rows.size and not np.all(rows[f"len{i}"] == 8):
+            raise RuntimeError(f"NULL or non 8-byte value in column {i} of {query!r}")
+    return [rows[f"c{i}"].astype(kind) for i, kind in enumerate(kinds)]
+
+
+def key_idf(conn: psycopg.Connection, event_ids: list[int], key_types: list[str] | None,
+            use_idf: bool) -> dict[int, float]:
+    """sag.cluster_key_idf: {key_id: idf} of the keys of the chosen events."""
+    return {int(k): float(v) for k, v in conn.execute(_IDF, [event_ids, key_types, use_idf]).fetchall()}
+
+
+def key_cap(conn: psycopg.Connection, event_ids: list[int], max_pairs: int, key_types: list[str] | None,
+            use_idf: bool) -> int:
+    """sag.cluster_key_cap: the max_key_events whose key pairs fit in max_pairs."""
+    row = conn.execute(_KEY_CAP, [event_ids, max_pairs, key_types, use_idf]).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def key_pairs(conn: psycopg.Connection, event_ids: list[int], key_types: list[str] | None, use_idf: bool,
+              max_key_events: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """sag.cluster_key_pairs as arrays (event_a, event_b, w_key)."""
+    a, b, w = _copy_columns(conn, _KEY_PAIRS, [event_ids, key_types, use_idf, max_key_events], ("i8", "i8", "f8"))
+    return a, b, w
+
+
+def semantic_pairs(conn: psycopg.Connection, event_ids: list[int], k: int,
+                   exact_max: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """sag.cluster_semantic_pairs as arrays (event_a, event_b, similarity)."""
+    a, b, s = _copy_columns(conn, _SEMANTIC_PAIRS, [event_ids, k, exact_max], ("i8", "i8", "f8"))
+    return a, b, s
+
+
+def links(conn: psycopg.Connection, event_ids: list[int],
+          key_types: list[str] | None) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """sag._cluster_links as arrays (event_id, key_id)."""
+    ev, ky = _copy_columns(conn, _LINKS, [event_ids, key_types], ("i8", "i8"))
+    return ev, ky
+
+
+
+
+def key_names(conn: psycopg.Connection, key_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """{key id: (type, name)} of the given keys."""
+    rows = conn.execute("select id, type, name from sag.keys where id = any (%s::bigint[])", [key_ids]).fetchall()
+    return {int(r[0]): (str(r[1]), str(r[2])) for r in rows}
+
+
+def store_run(conn: psycopg.Connection, *, source_id: int | None, params: dict[str, Any], event_count: int,
+              modularity: float | None,
+              clusters: list[tuple[int, str, int, list[dict[str, Any]], list[int]]]) -> tuple[int, list[int]]:
+    """Store a run, its clusters ``(ordinal, title, size, top keys, event ids)`` and their events; returns the
+    run id and the clusters' ids in the given order.  Events deleted since the selection are skipped rather than
+    failing the whole run."""
+    row = conn.execute(
+        "insert into sag.cluster_runs (source_id, params, event_count, cluster_count, modularity) "
+        "values (%s, %s, %s, %s, %s) returning id",
+        [source_id, Jsonb(params), event_count, len(clusters), modularity],
+    ).fetchone()
+    assert row is not None
+    run_id = int(row[0])
+    cluster_ids = [int(r[0]) for r in conn.execute(
+        "insert into sag.clusters (run_id, ordinal, title, size, top_keys) "
+        "select %s, u.ordinal, u.title, u.size, u.top_keys "
+        "  from unnest(%s::int[], %s::text[], %s::int[], %s::jsonb[]) as u(ordinal, title, size, top_keys) "
+        " order by u.ordinal returning id",
+        [run_id, [c[0] for c in clusters], [c[1] for c in clusters], [c[2] for c in clusters],
+         [Jsonb(c[3]) for c in clusters]],
+    ).fetchall()]
+    members_cluster: list[int] = []
+    members_event: list[int] = []
+    for (_, _, size, _, event_ids), cluster_id in zip(clusters, cluster_ids, strict=True):
+        members_cluster.extend([cluster_id] * size)
+        members_event.extend(event_ids)
+    conn.execute(
+        "insert into sag.cluster_events (cluster_id, event_id) "
+        "select u.c, u.e from unnest(%s::bigint[], %s::bigint[]) as u(c, e) "
+        "where exists (select 1 from sag.events ev where ev.id = u.e)",
+        [members_cluster, members_event],
+    )
+    return run_id, cluster_ids
