@@ -102,3 +102,41 @@ def ingest_document(conn: psycopg.Connection, source_id: int, prepared: Prepared
     ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+# -- the writer's session and bulk loads -----------------------------------------------------------------
+
+
+def writer_session(conn: psycopg.Connection) -> None:
+    """A lost commit after an OS crash is re-ingested next time; atomicity is unaffected."""
+    conn.execute("set synchronous_commit = off")
+
+
+def document_count(conn: psycopg.Connection) -> int:
+    """Documents of every source (the vector indexes are shared by all sources)."""
+    row = conn.execute("select count(*) from sag.documents").fetchone()
+    return int(row[0]) if row else 0
+
+
+def drop_vector_indexes(conn: psycopg.Connection) -> None:
+    """``sag.drop_vector_indexes``: before a bulk load (searches meanwhile scan exactly)."""
+    conn.execute("select sag.drop_vector_indexes()")
+
+
+def create_vector_indexes(conn: psycopg.Connection) -> None:
+    """``sag.create_vector_indexes`` after a bulk load, with at least 512 MB for the HNSW graphs (a server
+    configured with more keeps its own)."""
+    conn.execute("select set_config('maintenance_work_mem', greatest("
+                 "pg_size_bytes(current_setting('maintenance_work_mem')), 512 * 1024 * 1024) / 1024 || 'kB', false)")
+    conn.execute("select sag.create_vector_indexes()")
+
+
+def set_key_types(conn: psycopg.Connection, source_id: int, key_types: dict[str, float]) -> None:
+    """Give a source its key types (type -> weight)."""
+    conn.execute("update sag.sources set config = config || jsonb_build_object('key_types', %s::jsonb) "
+                 "where id = %s", [Jsonb(key_types), source_id])
+
+
+def analyze(conn: psycopg.Connection) -> None:
+    """Fresh planner statistics for the tables ingestion grows (cached plans otherwise keep scanning)."""
+    conn.execute("analyze sag.keys, sag.events, sag.event_keys, sag.chunks, sag.chunk_keys, sag.documents")

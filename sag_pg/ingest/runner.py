@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
+from ..db import ingest as store
 from ..db.connection import Database
 from ..errors import SagError
 from ..llm.base import LLM
 from ..types import DEFAULT_KEY_TYPES
-from ..db import ingest as store
 from .prepare import DocumentPreparer, PreparedDocument, content_hash
 from .readers import DocumentInput, InputFailure, ReadResult
 
@@ -85,7 +85,7 @@ class Ingestor:
         notify = on_document or (lambda status, what: None)
         with self.db.connect(autocommit=True) as conn, self.db.connect(autocommit=True) as reader:
             # A lost commit after an OS crash is re-ingested next time; atomicity is unaffected.
-            conn.execute("set synchronous_commit = off")
+            store.writer_session(conn)
             source_id = self._init_source(conn)
             known = store.document_hashes(conn, source_id)
             conn.commit()
@@ -97,11 +97,11 @@ class Ingestor:
             head = list(itertools.islice(todo, BULK_DOCUMENTS))
             # Rebuilding costs about as much as the rows already indexed: worth it once the load is at least
             # as big as what is there (and not for a handful of documents).
-            stored = conn.execute("select count(*) from sag.documents").fetchone()[0]  # all sources share the indexes
+            stored = store.document_count(conn)  # all sources share the indexes
             needed = min(BULK_DOCUMENTS, max(BULK_MIN_DOCUMENTS, stored))
             bulk = bool(head) and (self.bulk or (self.bulk is None and len(head) >= needed))
             if bulk:
-                conn.execute("select sag.drop_vector_indexes()")  # searches meanwhile scan exactly
+                store.drop_vector_indexes(conn)  # searches meanwhile scan exactly
                 conn.commit()
             try:
                 for doc, outcome in self._prepared(itertools.chain(head, todo), report):
@@ -115,11 +115,7 @@ class Ingestor:
                 store.flush_term_stats(conn)
                 if bulk:
                     built = time.perf_counter()
-                    # At least 512 MB for the HNSW graphs; a server configured with more keeps its own.
-                    conn.execute("select set_config('maintenance_work_mem', greatest("
-                                 "pg_size_bytes(current_setting('maintenance_work_mem')), 512 * 1024 * 1024)"
-                                 " / 1024 || 'kB', false)")
-                    conn.execute("select sag.create_vector_indexes()")
+                    store.create_vector_indexes(conn)
                     conn.commit()
                     report.timings["index"] = time.perf_counter() - built
         report.seconds = time.perf_counter() - started
@@ -193,10 +189,7 @@ class Ingestor:
     def _init_source(self, conn: psycopg.Connection) -> int:
         source_id = store.ensure_source(conn, self.source)
         if "key_types" not in store.source_config(conn, source_id):
-            conn.execute(
-                "update sag.sources set config = config || jsonb_build_object('key_types', %s::jsonb) where id = %s",
-                [psycopg.types.json.Jsonb(DEFAULT_KEY_TYPES), source_id],
-            )
+            store.set_key_types(conn, source_id, DEFAULT_KEY_TYPES)
         conn.commit()
         config = store.source_config(conn, source_id)
         conn.commit()
@@ -248,7 +241,7 @@ class Ingestor:
         """
         if stored >= 16 and stored >= 2 * self._analyzed_at:
             self._analyzed_at = stored
-            conn.execute("analyze sag.keys, sag.events, sag.event_keys, sag.chunks, sag.chunk_keys, sag.documents")
+            store.analyze(conn)
             conn.commit()
 
     def _fail(self, report: IngestReport, message: str, notify: DocumentCallback) -> None:
