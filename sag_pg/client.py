@@ -11,11 +11,11 @@ import psycopg
 
 from .config import Settings
 from .db import catalog
+from .db import ingest as store
 from .db.connection import Database, raw_connect, resolve_dsn
 from .db.status import database_status
 from .embedders import Embedder, make_embedder
 from .errors import ConfigError, InputError, NotFoundError, QueryError
-from .db import ingest as store
 from .ingest.readers import (
     DocumentInput,
     InputFailure,
@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from .answer import Answer
     from .cluster import ClusterParams, ClusterResult, EventSelection
     from .ingest.extractors import Extractor
+    from .ingest.runner import DocumentCallback, IngestReport
     from .search.result import SearchResult
     from .search.retrieve import RetrievalParams
-    from .ingest.runner import DocumentCallback, IngestReport
 
 DEFAULT_SOURCE = "default"
 

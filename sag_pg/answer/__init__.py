@@ -22,5 +22,19 @@ from .evidence import Citation
 from .plan import Plan, PlanEdge, PlanNode, validate_plan
 from .trace import DeepTrace, NodeTrace, RoundTrace, print_trace
 
-__all__ = ["Answer", "Searcher", "Citation", "DeepAnswer", "DeepTrace", "NodeTrace", "Plan", "PlanEdge", "PlanNode",
-           "RoundTrace", "ask", "deep_ask", "print_trace", "validate_plan"]
+__all__ = [
+           "Answer",
+           "Citation",
+           "DeepAnswer",
+           "DeepTrace",
+           "NodeTrace",
+           "Plan",
+           "PlanEdge",
+           "PlanNode",
+           "RoundTrace",
+           "Searcher",
+           "ask",
+           "deep_ask",
+           "print_trace",
+           "validate_plan",
+]

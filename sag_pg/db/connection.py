@@ -138,9 +138,8 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
         """A connection inside one transaction: committed on success, rolled back on any error."""
-        with self.connect() as conn:
-            with conn.transaction():
-                yield conn
+        with self.connect() as conn, conn.transaction():
+            yield conn
 
     def bind_embedder(self, name: str, dimension: int) -> None:
         with self.connect(autocommit=True) as conn:
