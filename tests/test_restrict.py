@@ -1,4 +1,4 @@
-"""The ``sql`` restriction of a search (sag_pg.search.restrict): what is accepted, how it compiles, what is refused.
+"""The ``sql`` restriction of a search (sag_pg.db.restrict): what is accepted, how it compiles, what is refused.
 
 No database here: these tests look at the compiled SQL text and its parameters.  tests/sql/test_restrict_sql.py
 runs the compiled restrictions against a real database.
@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from sag_pg.errors import QueryError
-from sag_pg.search.restrict import MAX_DEPTH, MAX_LENGTH, Restriction, allowed_events_query, parse_restriction
+from sag_pg.db.restrict import MAX_DEPTH, MAX_LENGTH, Restriction, allowed_events_query, parse_restriction
 
 
 def compiled(text: str) -> str:

@@ -12,7 +12,7 @@ from ..db import retrieval as db
 from ..embedders.base import embed_queries
 from ..errors import QueryError
 from ..text.normalize import normalize_key
-from .restrict import allowed_events, parse_restriction
+from ..db.restrict import allowed_events, parse_restriction
 from .result import SearchResult
 from .retrieve import RetrievalParams, retrieve
 

@@ -110,7 +110,7 @@ def retrieve(
     question's own (``sag.query_terms``).  ``source_ids`` None searches every source; otherwise nothing outside
     them is used.  ``seed_keys`` are (key id, weight) pairs for stage 1; None: the keys most similar to the
     query (``sag.match_keys``) and the keys it names (``sag.named_keys``).  ``allowed`` narrows the search to a
-    pre-computed set, ``(event ids, chunk ids)`` as :func:`~sag_pg.search.restrict.allowed_events` returns it:
+    pre-computed set, ``(event ids, chunk ids)`` as :func:`~sag_pg.db.restrict.allowed_events` returns it:
     only those events activate keys and only those chunks are returned (None: no restriction).  Without
     PageRank, chunks are ordered by weight_init.  Raises :class:`~sag_pg.errors.QueryError` for invalid
     parameters.

@@ -1,4 +1,4 @@
-"""Compiled ``sql`` restrictions (sag_pg.search.restrict) run against a real database.
+"""Compiled ``sql`` restrictions (sag_pg.db.restrict) run against a real database.
 
 The dataset (built by ``data``), with every expected answer worked out by hand from it::
 
@@ -23,8 +23,8 @@ import psycopg
 import pytest
 
 from sag_pg.errors import QueryError
-from sag_pg.search import restrict
-from sag_pg.search.restrict import allowed_events, parse_restriction
+from sag_pg.db import restrict
+from sag_pg.db.restrict import allowed_events, parse_restriction
 
 
 class Data:
