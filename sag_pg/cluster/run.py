@@ -25,7 +25,7 @@ from ..db.connection import Database
 from ..errors import InputError
 from ..llm import LLM
 from . import graph as g
-from .select import EventSelection, SelectedEvents, select_events
+from .select import EventSelection, SelectedEvents
 from .titles import TopKey, llm_title, offline_title, top_keys
 
 __all__ = ["Cluster", "ClusterParams", "ClusterResult", "cluster_events"]
@@ -201,9 +201,9 @@ def cluster_events(
             fresh = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
             with conn.transaction():
                 if fresh:  # one snapshot for every read, so the pairs and the selection agree
-                    conn.execute("set transaction isolation level repeatable read, read only")
+                    cluster_sql.snapshot_read(conn)
                 phase("select")
-                chosen = select_events(conn, selection)
+                chosen = cluster_sql.select_events(conn, selection)
                 done("select")
                 ids = chosen.ids
                 phase("key_pairs")

@@ -13,16 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import psycopg
-from psycopg import sql
-
 from ..errors import InputError
-from ..text.normalize import normalize_key
 
 if TYPE_CHECKING:
     from ..search.result import SearchResult
 
-__all__ = ["EventSelection", "SelectedEvents", "parse_key_spec", "select_events"]
+__all__ = ["EventSelection", "SelectedEvents", "parse_key_spec"]
 
 
 def parse_key_spec(spec: str) -> tuple[str, str]:
@@ -79,41 +75,6 @@ class EventSelection:
             out["event_ids"] = len(self.event_ids)
         return out
 
-    def compile(self) -> tuple[sql.Composed, dict[str, Any]]:
-        """The query ``(id, source_id, label)`` of the chosen events, ordered by id, and its parameters."""
-        where: list[sql.Composable] = []
-        params: dict[str, Any] = {}
-        if self.source is not None:
-            # sag.source_ids raises P0002 for an unknown name.
-            where.append(sql.SQL("e.source_id = any (sag.source_ids(array[%(source)s]::text[]))"))
-            params["source"] = self.source
-        if self.documents:
-            where.append(sql.SQL("e.document_id in (select d.id from sag.documents d where d.uri = any (%(uris)s)"
-                                 + (" and d.source_id = any (sag.source_ids(array[%(source)s]::text[])))"
-                                    if self.source is not None else ")")))
-            params["uris"] = list(self.documents)
-        if self.since is not None:
-            where.append(sql.SQL("e.event_time >= %(since)s"))
-            params["since"] = self.since
-        if self.until is not None:
-            where.append(sql.SQL("e.event_time < %(until)s"))
-            params["until"] = self.until
-        if self.key is not None:
-            where.append(sql.SQL(
-                "exists (select 1 from sag.event_keys ek join sag.keys k on k.id = ek.key_id "
-                "where ek.event_id = e.id and k.type = %(key_type)s "
-                "and (k.normalized = %(key_normalized)s or k.name = %(key_name)s))"
-            ))
-            params.update(key_type=self.key[0], key_name=self.key[1], key_normalized=normalize_key(self.key[1]))
-        if self.event_ids is not None:
-            where.append(sql.SQL("e.id = any (%(event_ids)s::bigint[])"))
-            params["event_ids"] = list(self.event_ids)
-        query = sql.SQL(
-            "select e.id, e.source_id, left(coalesce(nullif(e.title, ''), e.content), 80) "
-            "from sag.events e where {} order by e.id"
-        ).format(sql.SQL(" and ").join(where) if where else sql.SQL("true"))
-        return query, params
-
 
 @dataclass
 class SelectedEvents:
@@ -128,20 +89,3 @@ class SelectedEvents:
         """The one source of every chosen event, or None when they span several."""
         distinct = set(self.source_ids)
         return distinct.pop() if len(distinct) == 1 else None
-
-
-def select_events(conn: psycopg.Connection, selection: EventSelection) -> SelectedEvents:
-    """Run the selection; an unknown source is an :class:`InputError`, so is an empty result."""
-    query, params = selection.compile()
-    try:
-        rows = conn.execute(query, params).fetchall()
-    except psycopg.errors.NoDataFound as exc:  # P0002 from sag.source_ids
-        raise InputError(exc.diag.message_primary or str(exc)) from exc
-    if not rows:
-        described = ", ".join(f"{k}={v}" for k, v in selection.describe().items()) or "all events"
-        raise InputError(f"no events to cluster ({described})")
-    return SelectedEvents(
-        ids=[int(r[0]) for r in rows],
-        source_ids=[int(r[1]) for r in rows],
-        labels={int(r[0]): str(r[2]) for r in rows},
-    )

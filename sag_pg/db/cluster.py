@@ -3,14 +3,22 @@ function, pair lists through binary COPY into numpy arrays, and the storage of a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
-__all__ = ["key_cap", "key_idf", "key_names", "key_pairs", "links", "semantic_pairs", "store_run"]
+from ..errors import InputError
+from ..text.normalize import normalize_key
+
+if TYPE_CHECKING:
+    from ..cluster.select import EventSelection, SelectedEvents
+
+__all__ = ["key_cap", "key_idf", "key_names", "key_pairs", "links", "select_events", "selection_query",
+           "semantic_pairs", "snapshot_read", "store_run"]
 
 _KEY_PAIRS = ("select event_a, event_b, w_key from sag.cluster_key_pairs(%s::bigint[], %s::text[], %s, %s)")
 _SEMANTIC_PAIRS = ("select event_a, event_b, similarity from sag.cluster_semantic_pairs(%s::bigint[], %s, %s)")
@@ -78,6 +86,11 @@ def links(conn: psycopg.Connection, event_ids: list[int],
 
 
 
+def snapshot_read(conn: psycopg.Connection) -> None:
+    """One consistent, read-only snapshot for the whole selection and graph of a run."""
+    conn.execute("set transaction isolation level repeatable read, read only")
+
+
 def key_names(conn: psycopg.Connection, key_ids: list[int]) -> dict[int, tuple[str, str]]:
     """{key id: (type, name)} of the given keys."""
     rows = conn.execute("select id, type, name from sag.keys where id = any (%s::bigint[])", [key_ids]).fetchall()
@@ -117,3 +130,62 @@ def store_run(conn: psycopg.Connection, *, source_id: int | None, params: dict[s
         [members_cluster, members_event],
     )
     return run_id, cluster_ids
+
+
+# -- which events --------------------------------------------------------------------------------------------
+
+
+def selection_query(selection: EventSelection) -> tuple[sql.Composed, dict[str, Any]]:
+    """The query ``(id, source_id, label)`` of the chosen events, ordered by id, and its parameters."""
+    where: list[sql.Composable] = []
+    params: dict[str, Any] = {}
+    if selection.source is not None:
+        # sag.source_ids raises P0002 for an unknown name.
+        where.append(sql.SQL("e.source_id = any (sag.source_ids(array[%(source)s]::text[]))"))
+        params["source"] = selection.source
+    if selection.documents:
+        where.append(sql.SQL("e.document_id in (select d.id from sag.documents d where d.uri = any (%(uris)s)"
+                             + (" and d.source_id = any (sag.source_ids(array[%(source)s]::text[])))"
+                                if selection.source is not None else ")")))
+        params["uris"] = list(selection.documents)
+    if selection.since is not None:
+        where.append(sql.SQL("e.event_time >= %(since)s"))
+        params["since"] = selection.since
+    if selection.until is not None:
+        where.append(sql.SQL("e.event_time < %(until)s"))
+        params["until"] = selection.until
+    if selection.key is not None:
+        where.append(sql.SQL(
+            "exists (select 1 from sag.event_keys ek join sag.keys k on k.id = ek.key_id "
+            "where ek.event_id = e.id and k.type = %(key_type)s "
+            "and (k.normalized = %(key_normalized)s or k.name = %(key_name)s))"
+        ))
+        params.update(key_type=selection.key[0], key_name=selection.key[1],
+                      key_normalized=normalize_key(selection.key[1]))
+    if selection.event_ids is not None:
+        where.append(sql.SQL("e.id = any (%(event_ids)s::bigint[])"))
+        params["event_ids"] = list(selection.event_ids)
+    query = sql.SQL(
+        "select e.id, e.source_id, left(coalesce(nullif(e.title, ''), e.content), 80) "
+        "from sag.events e where {} order by e.id"
+    ).format(sql.SQL(" and ").join(where) if where else sql.SQL("true"))
+    return query, params
+
+
+def select_events(conn: psycopg.Connection, selection: EventSelection) -> SelectedEvents:
+    """Run the selection; an unknown source is an :class:`InputError`, so is an empty result."""
+    query, params = selection_query(selection)
+    try:
+        rows = conn.execute(query, params).fetchall()
+    except psycopg.errors.NoDataFound as exc:  # P0002 from sag.source_ids
+        raise InputError(exc.diag.message_primary or str(exc)) from exc
+    if not rows:
+        described = ", ".join(f"{k}={v}" for k, v in selection.describe().items()) or "all events"
+        raise InputError(f"no events to cluster ({described})")
+    from ..cluster.select import SelectedEvents
+
+    return SelectedEvents(
+        ids=[int(r[0]) for r in rows],
+        source_ids=[int(r[1]) for r in rows],
+        labels={int(r[0]): str(r[2]) for r in rows},
+    )
