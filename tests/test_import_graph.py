@@ -48,3 +48,20 @@ def test_the_graph_sees_imports() -> None:
 def test_no_import_cycle() -> None:
     cycles = sorted(nx.simple_cycles(import_graph()), key=len)
     assert cycles == [], f"import cycles: {cycles[:5]}"
+
+
+def test_only_the_db_package_talks_to_the_database() -> None:
+    """One typed boundary: statements are executed in sag_pg/db (and the benchmark code, sag_pg/bench), nowhere
+    else in the library."""
+    calls = []
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).parts
+        if relative[0] in ("db", "bench"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("execute", "executemany", "copy") and node.args
+                    and not (isinstance(node.args[0], ast.Constant) and node.args[0].value is None)):
+                calls.append(f"{'/'.join(relative)}:{node.lineno} .{node.func.attr}(...)")
+    # numpy's array.copy() takes no argument, so only calls with one are statements.
+    assert calls == []
