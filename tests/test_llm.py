@@ -237,7 +237,9 @@ def test_json_answer_is_parsed_and_json_mode_requested(
     openai_server.script('{"a": 1}')
     assert make().complete_json("give a", schema=OBJECT_SCHEMA, system="You count.") == {"a": 1}
     (request,) = openai_server.requests
-    assert request["response_format"] == {"type": "json_object"}
+    # Structured output: the answer's JSON Schema as response_format.
+    assert request["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": "answer", "schema": OBJECT_SCHEMA, "strict": False}}
     system = request["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("You count.")
     assert "JSON" in system["content"]
@@ -290,7 +292,7 @@ def test_malformed_json_gets_one_repair(openai_server: FakeOpenAIServer, make: M
     assert repair[3]["role"] == "user"
     assert "could not be used" in repair[3]["content"]
     assert '"required": ["a"]' in repair[3]["content"]  # the schema travels with the repair request
-    assert openai_server.requests[1]["response_format"] == {"type": "json_object"}
+    assert openai_server.requests[1]["response_format"]["json_schema"]["name"] == "demo"
     assert llm.usage.calls == 2
 
 
@@ -323,14 +325,29 @@ def test_rejected_response_format_falls_back_and_is_remembered(
     openai_server: FakeOpenAIServer, make: MakeLLM
 ) -> None:
     llm = make()
+    assert llm.structured_output == "json_schema"
+    openai_server.fail(400, "response_format: json_schema is not supported by this server")
     openai_server.fail(400, "'response_format' of type 'json_object' is not supported with this model.")
     openai_server.script('{"a": 1}', '{"a": 2}')
     assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 1}
     assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 2}
+    first, second, third, fourth = openai_server.requests
+    assert first["response_format"]["type"] == "json_schema"
+    assert second["response_format"] == {"type": "json_object"}
+    assert "response_format" not in third and "response_format" not in fourth
+    assert llm.json_mode is False and llm.structured_output == "none"
+
+
+def test_a_server_without_json_schema_gets_json_object(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
+    llm = make()
+    openai_server.fail(422, "Unknown response format type: json_schema")
+    openai_server.script('{"a": 1}', '{"a": 2}')
+    assert llm.complete_json("q", schema=OBJECT_SCHEMA, purpose="extract keys") == {"a": 1}
+    assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 2}
     first, second, third = openai_server.requests
-    assert first["response_format"] == {"type": "json_object"}
-    assert "response_format" not in second and "response_format" not in third
-    assert llm.json_mode is False
+    assert first["response_format"]["json_schema"]["name"] == "extract_keys"   # a valid schema name
+    assert second["response_format"] == third["response_format"] == {"type": "json_object"}
+    assert llm.structured_output == "json_object"
 
 
 def test_rejected_temperature_is_dropped(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:

@@ -91,7 +91,10 @@ def test_events_are_parsed(openai_server: FakeOpenAIServer, llm: OpenAILLM) -> N
     assert "Apple history." in prompt
     assert "Part: History" in prompt
     assert CHUNK.content in prompt
-    assert openai_server.requests[0]["response_format"] == {"type": "json_object"}
+    # Structured output: the events schema travels as response_format.
+    sent = openai_server.requests[0]["response_format"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["name"] == "extract_events"
+    assert sent["json_schema"]["schema"]["type"] in ("object", "array")
 
 
 def test_events_bare_array_and_empty_chunk(openai_server: FakeOpenAIServer, llm: OpenAILLM) -> None:

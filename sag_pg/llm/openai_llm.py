@@ -96,6 +96,9 @@ class OpenAILLM:
         # Optional request parameters this server rejected (response_format on many local
         # servers, temperature on reasoning models): dropped for the life of the client.
         self._unsupported: set[str] = set()
+        # Structured output: the answer's JSON Schema as response_format (OpenAI, vLLM, llama.cpp, Ollama);
+        # servers that refuse it get json_object, then nothing, each remembered.
+        self._json_schema = True
         # Replaced by tests that want to see the delays without waiting for them.
         self._sleep: Callable[[float], None] = time.sleep
         try:
@@ -114,8 +117,15 @@ class OpenAILLM:
 
     @property
     def json_mode(self) -> bool:
-        """Whether ``response_format={"type": "json_object"}`` is still being sent."""
+        """Whether a ``response_format`` (json_schema or json_object) is still being sent."""
         return "response_format" not in self._unsupported
+
+    @property
+    def structured_output(self) -> str:
+        """What JSON answers are asked with: ``json_schema`` (the answer's schema), ``json_object`` or ``none``."""
+        if not self.json_mode:
+            return "none"
+        return "json_schema" if self._json_schema else "json_object"
 
     def close(self) -> None:
         self._client.close()
@@ -145,7 +155,7 @@ class OpenAILLM:
     ) -> Any:
         system = f"{system}\n\n{JSON_INSTRUCTION}" if system else JSON_INSTRUCTION
         messages = _messages(prompt, system)
-        answer = self._chat(messages, json_mode=True, purpose=purpose)
+        answer = self._chat(messages, json_mode=True, purpose=purpose, schema=schema)
         try:
             return parse_answer(answer, schema)
         except JSONAnswerError as first:
@@ -162,7 +172,7 @@ class OpenAILLM:
                 ),
             },
         ]
-        second = self._chat(repair, json_mode=True, purpose=purpose)
+        second = self._chat(repair, json_mode=True, purpose=purpose, schema=schema)
         try:
             return parse_answer(second, schema)
         except JSONAnswerError as exc:
@@ -172,7 +182,8 @@ class OpenAILLM:
 
     # -- transport --------------------------------------------------------------------------
 
-    def _chat(self, messages: list[Message], *, json_mode: bool, purpose: str) -> str:
+    def _chat(self, messages: list[Message], *, json_mode: bool, purpose: str,
+              schema: Mapping[str, Any] | None = None) -> str:
         """One answer's text, retrying transient failures; raises LLMError when out of retries."""
         attempt = 0
         while True:
@@ -182,7 +193,10 @@ class OpenAILLM:
                 cap = "max_tokens" if "max_tokens" not in self._unsupported else "max_completion_tokens"
                 optional[cap] = self.max_tokens
             if json_mode:
-                optional["response_format"] = {"type": "json_object"}
+                optional["response_format"] = (
+                    {"type": "json_schema", "json_schema": {"name": _schema_name(purpose), "schema": dict(schema),
+                                                            "strict": False}}
+                    if schema is not None and self._json_schema else {"type": "json_object"})
             optional = {k: v for k, v in optional.items() if k not in self._unsupported}
             try:
                 with self._slots:
@@ -193,6 +207,11 @@ class OpenAILLM:
                     )
             except openai.APIStatusError as exc:
                 rejected = _rejected_parameter(exc, optional)
+                if _rejects_json_schema(exc, optional, rejected):
+                    log.warning("%s at %s rejects response_format json_schema; asking for json_object instead",
+                                self.name, self.endpoint)
+                    self._json_schema = False
+                    continue
                 if rejected is not None:
                     log.warning(
                         "%s at %s rejects the %r parameter; sending requests without it",
@@ -262,6 +281,19 @@ def _messages(prompt: str, system: str | None) -> list[Message]:
         messages.append({"role": "system", "content": system})
     messages.append({"role": "user", "content": prompt})
     return messages
+
+
+def _rejects_json_schema(exc: openai.APIStatusError, sent: Mapping[str, Any], rejected: str | None) -> bool:
+    """A 400/422 to a request that asked for a json_schema answer, naming response_format or json_schema."""
+    if (sent.get("response_format") or {}).get("type") != "json_schema" or exc.status_code not in (400, 422):
+        return False
+    return rejected == "response_format" or "json_schema" in f"{exc.message} {exc.body}"
+
+
+def _schema_name(purpose: str) -> str:
+    """response_format's schema name: letters, digits, _ and - only, at most 64 characters."""
+    name = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_-") else "_" for ch in purpose)[:64]
+    return name or "answer"
 
 
 def _rejected_parameter(exc: openai.APIStatusError, sent: Mapping[str, Any]) -> str | None:
