@@ -76,25 +76,17 @@ declare
 begin
     select least(100, 100 * 100000 / greatest(reltuples, 1)) into sample_percent
       from pg_class where oid = 'sag.keys'::regclass;
-    if sample_percent < 50 then
-        with per_source as (
-            select k.source_id, percentile_disc(0.99) within group (order by k.event_count) as p99
-              from sag.keys k tablesample system (sample_percent) group by k.source_id)
-        select coalesce(jsonb_object_agg(s.id::text, jsonb_build_object(
-                   'events', (select count(*) from sag.events e where e.source_id = s.id),
-                   'hub_events', greatest(20, coalesce(p.p99, 20)))), '{}')
-          into result
-          from sag.sources s left join per_source p on p.source_id = s.id;
-    else
-        with per_source as (
-            select k.source_id, percentile_disc(0.99) within group (order by k.event_count) as p99
-              from sag.keys k group by k.source_id)
-        select coalesce(jsonb_object_agg(s.id::text, jsonb_build_object(
-                   'events', (select count(*) from sag.events e where e.source_id = s.id),
-                   'hub_events', greatest(20, coalesce(p.p99, 20)))), '{}')
-          into result
-          from sag.sources s left join per_source p on p.source_id = s.id;
+    if sample_percent >= 50 then
+        sample_percent := 100;  -- every page: the exact percentile
     end if;
+    with per_source as (
+        select k.source_id, percentile_disc(0.99) within group (order by k.event_count) as p99
+          from sag.keys k tablesample system (sample_percent) group by k.source_id)
+    select coalesce(jsonb_object_agg(s.id::text, jsonb_build_object(
+               'events', (select count(*) from sag.events e where e.source_id = s.id),
+               'hub_events', greatest(20, coalesce(p.p99, 20)))), '{}')
+      into result
+      from sag.sources s left join per_source p on p.source_id = s.id;
     insert into sag.settings (name, value) values ('calibration', result)
     on conflict (name) do update set value = excluded.value, updated_at = now();
     return result;
