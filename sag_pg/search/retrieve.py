@@ -37,7 +37,7 @@ class RetrievalParams:
     budget, None = exact); ``event_limit``, ``threshold``, ``key_top_n``, ``max_key_events``,
     ``feedback_chunks``: sag.activate_keys and sag.expand_keys (``key_top_n`` is their ``top_n``);
     ``max_step``, ``min_new_keys``: sag.expand_keys; ``key_chunk_limit``: sag.rank_chunks.  ``use_names``: keys
-    whose name is written in the question (sag.named_keys) join the seeds with k1 = 1; ``named_key_floor``:
+    whose name is written in the question (sag.named_keys) join the seeds with k1 = 1 (a hub: its key weight); ``named_key_floor``:
     such a key in key-final weighs at least this share of the strongest key-final weight (0 = no floor).
     ``pagerank_alpha`` (Python only): the PageRank damping, the share of a score that comes from the graph
     rather than from the chunk's own weight_init.  docs/retrieval.md gives the reasons for each default.

@@ -99,13 +99,12 @@ begin
           into s_ids, s_w
           from sag.match_keys(query_embedding, source_ids, match_top_k, match_min_similarity) m;
         if use_names then
-            -- Keys written in the question seed with k1 = 1, as exact caller-named keys do, hubs included
-            -- (sag.activate_keys counts a hub seed in the query's own events only).
+            -- Keys written in the question seed stage 1, hubs included (sag.activate_keys counts a hub seed
+            -- in the query's own events only).  k1: 1, as exact caller-named keys; a named hub's is its
+            -- weight as a key (specificity and type): "United States" named in a question says less about
+            -- where the answer is than "Quentin Vance".
             select array_agg(distinct n.key_id) into named
               from sag.named_keys(query, source_ids, max_key_events => max_key_events) n;
-            -- k1 of a named key: 1, as exact caller-named keys; a named hub's is its weight as a key
-            -- (specificity and type): "United States" named in a question says less about where the answer
-            -- is than "Quentin Vance".
             select s_ids || coalesce(array_agg(k.id order by k.id), '{}'),
                    s_w || coalesce(array_agg(case when k.event_count > max_key_events
                                                   then sag._key_weight(k.type, k.event_count, corpus_events,
@@ -161,7 +160,6 @@ begin
                            corpus_events => corpus_events) e;
     timings := timings || jsonb_build_object('expand_keys', sag._ms_since(t));
 
-
     t := clock_timestamp();
     select coalesce(jsonb_agg(jsonb_build_object(
                'chunk_id', r.chunk_id, 'similarity', r.similarity, 'text_score', r.text_score, 's', r.s,
@@ -204,10 +202,12 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
                                  integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean) is
     'The SAG retrieval, stages 1-3 (sag-algorithm §2.2-2.4), in one call: the question''s BM25 terms '
     '(sag.query_terms, unless query_tokens is given) and named keys (sag.named_keys), seeds (sag.match_keys plus '
-    'the named keys with k1 = 1, or seed_key_ids/seed_weights when given), sag.query_chunks, sag.activate_keys, '
-    'sag.expand_keys (named keys floored at named_key_floor of the strongest weight), sag.rank_chunks.  Returns '
+    'the named keys with k1 = 1, a named hub its key weight; or seed_key_ids/seed_weights when given), sag.query_chunks, sag.activate_keys, '
+    'sag.expand_keys (named keys floored at named_key_floor of the strongest weight), sag.question_coverage '
+    '(text_weight NULL = the coverage; key_weight = min(1, 2 (1 - coverage)) with adaptive_keys), sag.rank_chunks.  Returns '
     'jsonb: terms, named_keys, keys (key-final: key_id, weight, step, heaviest first), chunks (chunk_id, '
-    'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text; by weight_init), edges '
+    'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text; by weight_init), coverage, '
+    'text_weight, key_weight, edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '
     'parameters are those of the stage functions (docs/retrieval.md).';
