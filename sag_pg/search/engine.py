@@ -10,7 +10,7 @@ import psycopg
 
 from ..db import retrieval as db
 from ..embedders.base import embed_queries
-from ..errors import QueryError
+from ..errors import NotFoundError, QueryError
 from ..text.normalize import normalize_key
 from ..db.restrict import allowed_events, parse_restriction
 from .result import SearchResult
@@ -23,11 +23,11 @@ SEARCH_TIMEOUT_MS = 30_000
 
 
 def resolve_sources(conn: psycopg.Connection, names: Sequence[str] | None) -> list[int] | None:
-    """Source names to ids; None searches every source. Unknown names are a QueryError."""
+    """Source names to ids; None searches every source. Unknown names are a NotFoundError (a QueryError)."""
     try:
         return db.source_ids(conn, names)
     except psycopg.errors.NoDataFound as exc:
-        raise QueryError(exc.diag.message_primary or str(exc)) from exc
+        raise NotFoundError(exc.diag.message_primary or str(exc)) from exc
 
 
 def seed_keys(conn: psycopg.Connection, embedder: Embedder, keys: Sequence[str],
