@@ -97,13 +97,16 @@ def retrieve(conn: psycopg.Connection, query: str, query_embedding: npt.NDArray[
                       timings_ms=data["timings_ms"])
 
 
-# The top chunks with their document, events and keys (key-final weight/step when activated), and the
-# details of key-final, in one round trip.
+# The final order (sag.spread_documents, or the scores as given), then the top chunks with their score,
+# document, events and keys (key-final weight/step when activated), and the details of key-final, in one
+# round trip.
 _FETCH = """
-with kf as (select * from unnest(%(kf_ids)s::bigint[], %(kf_w)s::float8[], %(kf_s)s::int[]) as u(id, weight, step))
+with kf as (select * from unnest(%(kf_ids)s::bigint[], %(kf_w)s::float8[], %(kf_s)s::int[]) as u(id, weight, step)),
+ranked as ({ranking}),
+t as (select r.chunk_id as id, r.score, r.n from ranked r order by r.n limit %(top_n)s)
 select
   (select coalesce(json_agg(json_build_object(
-              'chunk_id', c.id, 'uri', d.uri, 'document_title', d.title, 'title', c.title, 'content', c.content,
+              'chunk_id', c.id, 'score', t.score, 'uri', d.uri, 'document_title', d.title, 'title', c.title, 'content', c.content,
               'events', (select coalesce(json_agg(json_build_object(
                                  'id', e.id, 'title', e.title, 'content', e.content, 'time', e.event_time)
                                  order by e.ordinal, e.id), '[]'::json)
@@ -116,7 +119,7 @@ select
                          left join kf on kf.id = k.id
                         where ck.chunk_id = c.id))
           order by t.n), '[]'::json)
-     from unnest(%(top)s::bigint[]) with ordinality as t(id, n)
+     from t
      join sag.chunks c on c.id = t.id
      join sag.documents d on d.id = c.document_id),
   (select coalesce(json_agg(json_build_object(
@@ -127,11 +130,20 @@ select
 """
 
 
-def fetch_hits(conn: psycopg.Connection, top: Sequence[int],
-               keys: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
-    """The ``top`` chunks (in that order) with document, events and keys; and key-final's key details by id."""
-    row = conn.execute(_FETCH, {"kf_ids": [k["key_id"] for k in keys], "kf_w": [float(k["weight"]) for k in keys],
-                                "kf_s": [int(k["step"]) for k in keys], "top": list(top)}).fetchone()
+_SPREAD = "select s.chunk_id, s.score, s.n from sag.spread_documents(%(ids)s, %(scores)s) with ordinality as s(chunk_id, score, n)"
+_AS_GIVEN = "select u.chunk_id, u.score, u.n from unnest(%(ids)s::bigint[], %(scores)s::float8[]) with ordinality as u(chunk_id, score, n)"
+
+
+def fetch_hits(conn: psycopg.Connection, ranked: Sequence[tuple[int, float]], keys: Sequence[Mapping[str, Any]],
+               *, top_n: int, spread_documents: bool = True,
+               ) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
+    """The first ``top_n`` of ``ranked`` ((chunk id, score), best first) in the final order -- spread over
+    documents by ``sag.spread_documents`` unless ``spread_documents`` is false -- each with its final score,
+    document, events and keys; and key-final's key details by id."""
+    query = _FETCH.replace("{ranking}", _SPREAD if spread_documents else _AS_GIVEN)
+    row = conn.execute(query, {"kf_ids": [k["key_id"] for k in keys], "kf_w": [float(k["weight"]) for k in keys],
+                               "kf_s": [int(k["step"]) for k in keys], "ids": [int(c) for c, _ in ranked],
+                               "scores": [float(s) for _, s in ranked], "top_n": top_n}).fetchone()
     assert row is not None
     details, key_details = row
     return details, {k["id"]: k for k in key_details}

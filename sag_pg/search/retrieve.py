@@ -39,8 +39,12 @@ class RetrievalParams:
     ``max_step``, ``min_new_keys``: sag.expand_keys; ``key_chunk_limit``: sag.rank_chunks.  ``use_names``: keys
     whose name is written in the question (sag.named_keys) join the seeds with k1 = 1 (a hub: its key weight); ``named_key_floor``:
     such a key in key-final weighs at least this share of the strongest key-final weight (0 = no floor).
+    ``soft_hubs``: a hub (more than ``max_key_events`` events) can be activated, never expanded, its activation
+    times (max_key_events / events)²; False: hubs never enter key-final.
     ``pagerank_alpha`` (Python only): the PageRank damping, the share of a score that comes from the graph
-    rather than from the chunk's own weight_init.  docs/retrieval.md gives the reasons for each default.
+    rather than from the chunk's own weight_init.  ``spread_documents`` (final order): the n-th best chunk of a
+    document counts 1/n of its score (``sag.spread_documents``), so the top holds more documents than one
+    document's repeats.  docs/retrieval.md gives the reasons for each default.
     """
 
     match_top_k: int = 30
@@ -61,12 +65,14 @@ class RetrievalParams:
     named_key_floor: float = 1.0
     specificity: bool = True
     adaptive_keys: bool = True
+    soft_hubs: bool = True
     pagerank_alpha: float = 0.3
+    spread_documents: bool = True
 
     def sql_arguments(self) -> dict[str, object]:
-        """The named arguments of sag.retrieve (everything but PageRank's damping)."""
+        """The named arguments of sag.retrieve (everything but PageRank's damping and the final order)."""
         args = asdict(self)
-        del args["pagerank_alpha"]
+        del args["pagerank_alpha"], args["spread_documents"]
         return args
 
 
@@ -144,10 +150,13 @@ def retrieve(
                 scores = weight_init
             # Best score first; ties by sag.retrieve's order (weight_init, then chunk id).
             order = sorted(range(len(found.chunks)), key=lambda i: (-scores[found.chunks[i]["chunk_id"]], i))
-            top = [found.chunks[i] for i in order[:top_n]]
             t0 = time.perf_counter()
-            details, key_info = db.fetch_hits(conn, [c["chunk_id"] for c in top], found.keys)
+            details, key_info = db.fetch_hits(
+                conn, [(found.chunks[i]["chunk_id"], scores[found.chunks[i]["chunk_id"]]) for i in order],
+                found.keys, top_n=top_n, spread_documents=params.spread_documents)
             timings["fetch"] = (time.perf_counter() - t0) * 1000.0
+            by_id = {c["chunk_id"]: c for c in found.chunks}
+            top = [by_id[d["chunk_id"]] for d in details]
     except psycopg.errors.InvalidParameterValue as exc:
         raise QueryError(exc.diag.message_primary or str(exc)) from exc
     timings["total"] = (time.perf_counter() - started) * 1000.0
@@ -155,7 +164,7 @@ def retrieve(
     chunks = [
         ChunkHit(
             chunk_id=c["chunk_id"], document_uri=d["uri"], document_title=d["document_title"], title=d["title"],
-            content=d["content"], score=float(scores[c["chunk_id"]]), similarity=c["similarity"],
+            content=d["content"], score=float(d["score"]), similarity=c["similarity"],
             text_score=c["text_score"], key_score=c["key_score"], weight_init=c["weight_init"],
             via_keys=c["via_keys"], via_vector=c["via_vector"], via_text=c["via_text"], events=d["events"],
             keys=d["keys"],

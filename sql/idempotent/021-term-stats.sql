@@ -89,13 +89,15 @@ begin
       from sag.sources s left join per_source p on p.source_id = s.id;
     insert into sag.settings (name, value) values ('calibration', result)
     on conflict (name) do update set value = excluded.value, updated_at = now();
+    perform sag.calibrate_similarity();  -- the embedder's chance level (035-similarity-floor.sql)
     return result;
 end;
 $$;
 comment on function sag.calibrate() is
     'Derives the retrieval''s data-dependent parameters for every source and stores them in sag.settings '
     '(''calibration''): events (N of the key specificity) and hub_events (the 99th percentile of the keys'' '
-    'event counts, at least 20: keys with more events are hubs).  sag.flush_term_stats runs it after an '
+    'event counts, at least 20: keys with more events are hubs), and the similarity floors '
+    '(sag.calibrate_similarity).  sag.flush_term_stats runs it after an '
     'ingest; run it by hand after loading rows yourself.  Example: select sag.calibrate();';
 
 -- The calibration of the given sources (NULL = all): their events, and the largest hub limit among them.

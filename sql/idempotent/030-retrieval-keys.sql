@@ -50,6 +50,18 @@ drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], 
 drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[], bigint);
 
+drop function if exists sag.match_keys(vector, bigint[], integer, float8);
+drop function if exists sag._activate(bigint[], float8[], bigint[], float8, integer, integer, bigint);
+drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+                                          bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[],
+                                          float8);
+drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+                                        integer, integer, bigint[], bigint[], float8, bigint, float8);
+drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+                                          bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[]);
+drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+                                        integer, integer, bigint[], bigint[], float8, bigint);
+
 -- Nearest neighbours by the HNSW indexes: the `lim` rows nearest to `query_embedding` (cosine distance), in
 -- the index's order (relaxed: nearly sorted), NaN distances (zero vectors) left out.  Callers sort.
 -- * enable_sort = off makes the planner take the HNSW index even when a source filter looks selective: the
@@ -174,7 +186,8 @@ create or replace function sag.match_keys(
     query_embedding vector,
     source_ids bigint[] default null,
     top_k integer default 30,
-    min_similarity float8 default 0.45)
+    min_similarity float8 default 0.45,
+    similarity_floor float8 default 0)
 returns table (key_id bigint, similarity float8)
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -187,16 +200,21 @@ begin
                          'sag.match_keys: min_similarity must not be NULL (use 0 to keep every match)');
     -- The similarity filter stays outside the index scan: inside, an iterative scan would keep looking for
     -- rows that pass it.  Only string keys have embeddings.
+    perform sag._require(similarity_floor >= 0 and similarity_floor < 1,
+                         format('sag.match_keys: similarity_floor must be in [0, 1), got %s', similarity_floor));
     return query
-    select n.key_id, greatest(0, 1 - n.distance)
-      from sag._nearest_keys(query_embedding, source_ids, top_k) n
-     where greatest(0, 1 - n.distance) >= min_similarity
+    select n.key_id, n.similarity
+      from (select x.key_id, x.distance,
+                   greatest(0, (1 - x.distance - similarity_floor) / (1 - similarity_floor)) as similarity
+              from sag._nearest_keys(query_embedding, source_ids, top_k) x) n
+     where n.similarity >= min_similarity
      order by n.distance, n.key_id;
 end;
 $$;
-comment on function sag.match_keys(vector, bigint[], integer, float8) is
+comment on function sag.match_keys(vector, bigint[], integer, float8, float8) is
     'Stage 1 step 1 (sag-algorithm §2.2): the top_k string keys nearest to the query embedding (HNSW on '
-    'keys.embedding), similarity = greatest(0, 1 - cosine distance) >= min_similarity; these are the seed '
+    'keys.embedding), similarity = cosine above similarity_floor, rescaled: greatest(0, (cosine - floor) / '
+    '(1 - floor)) (sag.similarity_floors; 0 = the plain cosine) >= min_similarity; these are the seed '
     'keys and their weights k1.  The default 0.45 suits the hash embedder (one-word keys sharing a common word '
     'with the question score up to about 0.5, entity names it contains 0.5-0.9).  '
     'Example: select * from sag.match_keys(sag.embed_hash(''who founded Apple''));';
@@ -226,11 +244,14 @@ $$;
 --   W(k) = sum of the weights of the given events that contain k, times the key's weight (sag._key_weight);
 --   kept if W(k) >= threshold * the largest W, then the top_n by W (ties by key_id);
 --   L1-normalized over the kept keys: the returned weights sum to 1.
--- Hub keys (event_count > max_key_events) and keys outside source_ids are left out before anything else.
+-- Hub keys (event_count > max_key_events) and keys outside source_ids are left out before anything else;
+-- with soft_hubs a hub is kept, its W times (max_key_events / event_count)^2 (1 at the limit): a bridge
+-- entity of a small corpus, with a few more events than the limit, can still be activated.
 drop function if exists sag._activate(bigint[], float8[], bigint[], float8, integer, integer);
 create or replace function sag._activate(
     event_ids bigint[], event_weights float8[], source_ids bigint[],
-    threshold float8, top_n integer, max_key_events integer, corpus_events bigint default null)
+    threshold float8, top_n integer, max_key_events integer, corpus_events bigint default null,
+    soft_hubs boolean default false)
 returns table (key_id bigint, weight float8)
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -247,11 +268,13 @@ as $$
     eligible as (
         select x.key_id, x.w, max(x.w) over () as top
           from (select a.key_id,
-                       a.w * sag._key_weight(k.type, k.event_count, corpus_events, s.config -> 'key_types') as w
+                       a.w * sag._key_weight(k.type, k.event_count, corpus_events, s.config -> 'key_types')
+                           * case when k.event_count <= max_key_events then 1
+                                  else (max_key_events::float8 / k.event_count) ^ 2 end as w
                   from activated a
                   join sag.keys k on k.id = a.key_id
                   join sag.sources s on s.id = k.source_id
-                 where k.event_count <= max_key_events
+                 where (k.event_count <= max_key_events or soft_hubs)
                    and (source_ids is null or k.source_id = any (source_ids))) x
          where x.w > 0
     ),
@@ -283,7 +306,9 @@ create or replace function sag.activate_keys(
     feedback_chunks integer default 1,
     event_filter bigint[] default null,
     corpus_events bigint default null,
-    hub_seed_ids bigint[] default null)
+    hub_seed_ids bigint[] default null,
+    similarity_floor float8 default 0,
+    soft_hubs boolean default false)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -296,6 +321,8 @@ declare
     etw float8 := case when chunk_ids is null then 0 else text_weight end;
 begin
     perform sag._require(query_embedding is not null, 'sag.activate_keys: query_embedding must not be NULL');
+    perform sag._require(similarity_floor >= 0 and similarity_floor < 1,
+                         format('sag.activate_keys: similarity_floor must be in [0, 1), got %s', similarity_floor));
     perform sag._require(cardinality(coalesce(seed_key_ids, '{}')) = cardinality(coalesce(seed_weights, '{}')),
                          format('sag.activate_keys: seed_key_ids (%s) and seed_weights (%s) must have the same length',
                                 cardinality(seed_key_ids), cardinality(seed_weights)));
@@ -343,7 +370,7 @@ begin
         -- Event-query-related: the event_limit events nearest to the query (HNSW, cosine known), and the
         -- events of the query's BM25 chunks (text_score > 0; cosine computed below when needed).
         select x.event_id, max(x.sim) as sim
-          from (select n.event_id, greatest(0, 1 - n.distance) as sim
+          from (select n.event_id, greatest(0, (1 - coalesce(nullif(n.distance, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as sim
                   from sag._nearest_events(query_embedding, source_ids, event_limit, event_filter) n
                 union all
                 select e.id, null::float8
@@ -371,7 +398,7 @@ begin
         select r.event_id, r.w
           from (select se.event_id,
                        se.w_ek * ((1 - etw) * coalesce(e1.sim,
-                                      (select greatest(0, 1 - coalesce(nullif(x.embedding <=> query_embedding, 'NaN'), 1))
+                                      (select greatest(0, (1 - coalesce(nullif(x.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
                                          from sag.events x where x.id = se.event_id))
                                   + etw * coalesce(qc.ts, 0)) as w
                   from seed_events se
@@ -383,7 +410,7 @@ begin
         -- Empty intersection: the seed keys' events (the event_limit with the largest W_event-key),
         -- with e1 computed exactly for them.
         select s.event_id,
-               s.w_ek * ((1 - etw) * greatest(0, 1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1))
+               s.w_ek * ((1 - etw) * greatest(0, (1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
                          + etw * coalesce(qc.ts, 0)) as w
           from (select se.event_id, se.chunk_id, se.w_ek from seed_events se
                  where not exists (select 1 from intersected)
@@ -398,7 +425,7 @@ begin
         select r.event_id, r.w
           from (select e1.event_id,
                        (1 - etw) * coalesce(e1.sim,
-                                      greatest(0, 1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1)))
+                                      greatest(0, (1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)))
                        + etw * coalesce(qc.ts, 0) as w
                   from e1
                   join sag.events e on e.id = e1.event_id
@@ -418,12 +445,13 @@ begin
 
     return query
     select a.key_id, a.weight, 1
-      from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events) a
+      from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events, soft_hubs) a
      order by a.weight desc, a.key_id;
 end;
 $$;
 comment on function sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
-                                      bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[]) is
+                                      bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[],
+                                      float8, boolean) is
     'Stage 1 (sag-algorithm §2.2 steps 2-8).  Seeds k1: the given keys (e.g. from sag.match_keys) plus, when the '
     'query''s chunks are given (chunk_ids/chunk_similarities/chunk_text_scores, from sag.query_chunks), every key '
     'of the feedback_chunks chunks with the highest s, with k1 = s (pseudo-relevance feedback).  Seeds -> their '
@@ -434,7 +462,10 @@ comment on function sag.activate_keys(vector, bigint[], float8[], bigint[], inte
     'kept if >= threshold * max W, then the top_n (ties by key_id); L1-normalized (weights sum to 1); step = 1. '
     'Empty intersection: the seeds'' events scored exactly; still nothing: the e1 events with W_event-key = 1. '
     'hub_seed_ids: seeds kept although they are hubs (the keys the question names), counted in e1 events only. '
-    'event_filter (NULL = none): only those events activate keys.  source_ids NULL = all sources.';
+    'event_filter (NULL = none): only those events activate keys.  source_ids NULL = all sources.  Every '
+    'cosine is taken above similarity_floor (the embedder''s chance level, sag.similarity_floors): '
+    'greatest(0, (cosine - floor) / (1 - floor)); 0 = the plain cosine.  soft_hubs: a hub can be activated '
+    '(never expanded), its W times (max_key_events / event_count)^2.';
 
 create or replace function sag.expand_keys(
     query_embedding vector,
@@ -450,7 +481,9 @@ create or replace function sag.expand_keys(
     event_filter bigint[] default null,
     floor_key_ids bigint[] default null,
     floor_share float8 default 0,
-    corpus_events bigint default null)
+    corpus_events bigint default null,
+    similarity_floor float8 default 0,
+    soft_hubs boolean default false)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -468,6 +501,8 @@ declare
     hop integer;
 begin
     perform sag._require(query_embedding is not null, 'sag.expand_keys: query_embedding must not be NULL');
+    perform sag._require(similarity_floor >= 0 and similarity_floor < 1,
+                         format('sag.expand_keys: similarity_floor must be in [0, 1), got %s', similarity_floor));
     perform sag._require(cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}'))
                          and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}')),
                          'sag.expand_keys: key_ids, key_weights and key_steps must have the same length');
@@ -503,7 +538,7 @@ begin
         -- F and e.
         select array_agg(x.event_id), array_agg(x.w) into ev_ids, ev_w
           from (select ev.event_id,
-                       ev.w_ek * greatest(0, 1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1)) as w
+                       ev.w_ek * greatest(0, (1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as w
                   from (select ek.event_id, sum(f.w) as w_ek
                           from unnest(f_ids, f_w) as f(key_id, w)
                           join sag.keys k on k.id = f.key_id
@@ -517,7 +552,7 @@ begin
         -- Reverse activation over all keys of those events, pruned and L1-normalized: F'.
         select array_agg(a.key_id order by a.weight desc, a.key_id), array_agg(a.weight order by a.weight desc, a.key_id)
           into f_ids, f_w
-          from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events) a;
+          from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events, soft_hubs) a;
         exit when f_ids is null;
 
         select count(*) into new_keys from unnest(f_ids) k where k <> all (acc_ids);
@@ -546,7 +581,7 @@ begin
 end;
 $$;
 comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer,
-                                    integer, bigint[], bigint[], float8, bigint) is
+                                    integer, bigint[], bigint[], float8, bigint, float8, boolean) is
     'Stage 2, the multi-hop loop (sag-algorithm §2.3).  From the previous hop''s key set F (first: the input '
     'keys): events of F (SQL join; hubs with more than max_key_events events not expanded; only event_filter '
     'events when given); their exact cosine with the original query; W_event-key-2(e) = sum of W(k) over k in F '
@@ -555,4 +590,5 @@ comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigin
     '(the input keys'' largest step + 1, +2, ...).  Stops after hop max_step or when fewer than min_new_keys new '
     'keys arrived.  Returns the accumulated key-final, input keys included: each key with its first step and its '
     'largest weight, ordered by weight; a key of floor_key_ids weighs at least floor_share * the largest weight '
-    '(the keys named in the question, sag.named_keys).';
+    '(the keys named in the question, sag.named_keys).  The cosine is taken above similarity_floor as in '
+    'sag.activate_keys; soft_hubs as there.';

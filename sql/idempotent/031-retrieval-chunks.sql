@@ -8,6 +8,9 @@ drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float
 drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[]);
 drop function if exists sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[]);
 drop function if exists sag.dense_chunks(vector, bigint[], integer);
+drop function if exists sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[], integer);
+drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer, integer,
+                                        float8, bigint[], float8[], float8[], boolean[], bigint[], float8);
 drop function if exists sag.hybrid_chunks(vector, text[], bigint[], integer, integer);
 drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
                                         integer, float8);
@@ -232,7 +235,8 @@ create or replace function sag.query_chunks(
     text_limit integer default 50,
     text_weight float8 default 0.85,
     chunk_filter bigint[] default null,
-    text_max_postings integer default 2000)
+    text_max_postings integer default 2000,
+    similarity_floor float8 default 0)
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, via_vector boolean,
                via_text boolean)
 language plpgsql stable
@@ -241,6 +245,8 @@ set plan_cache_mode = force_generic_plan
 as $$
 begin
     perform sag._require(query_embedding is not null, 'sag.query_chunks: query_embedding must not be NULL');
+    perform sag._require(similarity_floor >= 0 and similarity_floor < 1,
+                         format('sag.query_chunks: similarity_floor must be in [0, 1), got %s', similarity_floor));
     perform sag._require(vector_limit >= 0, format('sag.query_chunks: vector_limit must be >= 0, got %s', vector_limit));
     perform sag._require(text_limit >= 0, format('sag.query_chunks: text_limit must be >= 0, got %s', text_limit));
     perform sag._require(text_weight >= 0 and text_weight <= 1,
@@ -268,10 +274,12 @@ begin
     ),
     scored as (
         select mg.chunk_id,
-               -- dense_chunks computed the similarity already; the BM25-only chunks get it exactly here.
-               coalesce(mg.similarity,
-                        (select greatest(0, 1 - coalesce(nullif(ch.embedding <=> query_embedding, 'NaN'), 1))
-                           from sag.chunks ch where ch.id = mg.chunk_id)) as similarity,
+               -- dense_chunks computed the cosine already; the BM25-only chunks get it exactly here.  Then
+               -- above the floor: greatest(0, (cosine - floor) / (1 - floor)).
+               greatest(0, (coalesce(mg.similarity,
+                                     (select greatest(0, 1 - coalesce(nullif(ch.embedding <=> query_embedding, 'NaN'), 1))
+                                        from sag.chunks ch where ch.id = mg.chunk_id)) - similarity_floor)
+                           / (1 - similarity_floor)) as similarity,
                coalesce(mg.bm25 / nullif(max(mg.bm25) over (), 0), 0) as text_score,
                mg.via_vector, mg.via_text
           from merged mg
@@ -282,9 +290,10 @@ begin
      order by 4 desc, 1;
 end;
 $$;
-comment on function sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[], integer) is
+comment on function sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[], integer, float8) is
     'The query''s own chunks (sag-algorithm §2.4 step 2): sag.dense_chunks (vector_limit) + sag.bm25_chunks '
-    '(text_limit), each with similarity = cosine with the query, text_score = bm25 / the largest bm25 of the list '
+    '(text_limit), each with similarity = cosine with the query above similarity_floor (greatest(0, (cosine - '
+    'floor) / (1 - floor)), sag.similarity_floors; 0 = the plain cosine), text_score = bm25 / the largest bm25 of the list '
     '(0 outside it) and s(c, Q) = (1 - text_weight) * similarity + text_weight * text_score.  Ordered by s. '
     'They seed stage 1 (sag.activate_keys: pseudo-relevance feedback and BM25 events) and are candidates of '
     'stage 3 (sag.rank_chunks).  chunk_filter (NULL = none): only those chunks.  text_max_postings: the '
@@ -306,7 +315,8 @@ create or replace function sag.rank_chunks(
     chunk_text_scores float8[] default null,
     chunk_via_vector boolean[] default null,
     chunk_filter bigint[] default null,
-    key_weight float8 default 1)
+    key_weight float8 default 1,
+    similarity_floor float8 default 0)
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, key_score float8,
                weight_init float8, via_keys boolean, via_vector boolean, via_text boolean)
 language plpgsql stable
@@ -315,6 +325,8 @@ set plan_cache_mode = force_generic_plan
 as $$
 begin
     perform sag._require(query_embedding is not null, 'sag.rank_chunks: query_embedding must not be NULL');
+    perform sag._require(similarity_floor >= 0 and similarity_floor < 1,
+                         format('sag.rank_chunks: similarity_floor must be in [0, 1), got %s', similarity_floor));
     perform sag._require(cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}'))
                          and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}')),
                          'sag.rank_chunks: key_ids, key_weights and key_steps must have the same length');
@@ -364,7 +376,7 @@ begin
         union all
         select q.chunk_id, q.similarity, q.text_score, q.via_vector, q.via_text
           from sag.query_chunks(query_embedding, query_tokens, source_ids, vector_limit, text_limit, text_weight,
-                                chunk_filter) q
+                                chunk_filter, similarity_floor => similarity_floor) q
          where chunk_ids is null
     ),
     merged as (
@@ -386,7 +398,7 @@ begin
         select mg.chunk_id,
                -- The query's chunks come with their similarity; the key chunks get it exactly here.
                coalesce(mg.similarity,
-                        greatest(0, 1 - coalesce(nullif(ch.embedding <=> query_embedding, 'NaN'), 1))) as similarity,
+                        greatest(0, (1 - coalesce(nullif(ch.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))) as similarity,
                coalesce(mg.text_score, 0) as text_score,
                coalesce(mg.key_score, 0) as key_score,
                mg.via_keys, mg.via_vector, mg.via_text
@@ -403,14 +415,15 @@ begin
 end;
 $$;
 comment on function sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer, integer,
-                                    float8, bigint[], float8[], float8[], boolean[], bigint[], float8) is
+                                    float8, bigint[], float8[], float8[], boolean[], bigint[], float8, float8) is
     'Stage 3 (sag-algorithm §2.4): initial chunk weights.  Candidates = chunks of key-final (chunk_keys; at most '
     'key_chunk_limit, highest key_score first) + the query''s chunks (given as chunk_ids/chunk_similarities/'
     'chunk_text_scores/chunk_via_vector from sag.query_chunks, else searched: vector_limit dense, text_limit BM25). '
     's = (1 - text_weight) * cosine(c, Q) + text_weight * bm25(c) / max bm25 of the BM25 list (0 outside it); '
     'key_score = sum over k in c and key-final of W(k) * ln(1 + count(k, c)) / step(k); weight_init = 0.5 * s + '
     'key_weight * ln(1 + key_score) (sag.retrieve: 1 - the question''s coverage, sag.question_coverage).  Ordered by weight_init (ties by chunk_id); no PageRank here.  chunk_filter (NULL = '
-    'none): only those chunks are candidates.';
+    'none): only those chunks are candidates.  Cosines of the key chunks are taken above similarity_floor as in '
+    'sag.query_chunks.';
 
 -- How much of a question one chunk already answers: the largest share of the question's information (the
 -- BM25 idf of its distinct terms, those no chunk holds included) that a single one of the given chunks holds.  A question whose terms all stand

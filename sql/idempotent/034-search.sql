@@ -14,6 +14,9 @@ drop function if exists sag.search(text, integer, text);
 drop function if exists sag.search_by_vector(vector, text, integer, text, integer);
 drop function if exists sag.keys_named(text[], bigint[], integer);
 drop function if exists sag._query_tokens(text);
+drop function if exists sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
+                                    float8, integer, float8, integer, integer, integer, integer, integer, integer,
+                                    integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean);
 
 -- Milliseconds since `since`, for the timings of sag.retrieve.
 create or replace function sag._ms_since(since timestamptz)
@@ -49,7 +52,8 @@ create or replace function sag.retrieve(
     named_key_floor float8 default 1.0,
     with_edges boolean default false,
     specificity boolean default true,
-    adaptive_keys boolean default true)
+    adaptive_keys boolean default true,
+    soft_hubs boolean default true)
 returns jsonb
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -79,6 +83,7 @@ declare
     hub_events integer;
     coverage float8;
     key_weight float8;
+    floors record;
 begin
     perform sag._require(query_embedding is not null, 'sag.retrieve: query_embedding must not be NULL');
     perform sag._require(named_key_floor >= 0 and named_key_floor <= 1,
@@ -89,6 +94,7 @@ begin
     t := clock_timestamp();
     select c.events, c.hub_events into corpus_events, hub_events from sag.calibration(source_ids) c;
     max_key_events := coalesce(max_key_events, hub_events);
+    select * into floors from sag.similarity_floors(source_ids);
     if not specificity then
         corpus_events := null;
     end if;
@@ -97,7 +103,8 @@ begin
         select coalesce(array_agg(m.key_id order by m.similarity desc, m.key_id), '{}'),
                coalesce(array_agg(m.similarity order by m.similarity desc, m.key_id), '{}')
           into s_ids, s_w
-          from sag.match_keys(query_embedding, source_ids, match_top_k, match_min_similarity) m;
+          from sag.match_keys(query_embedding, source_ids, match_top_k, match_min_similarity,
+                              similarity_floor => floors.key) m;
         if use_names then
             -- Keys written in the question seed stage 1, hubs included (sag.activate_keys counts a hub seed
             -- in the query's own events only).  k1: 1, as exact caller-named keys; a named hub's is its
@@ -125,7 +132,7 @@ begin
       into qc_ids, qc_sim, qc_ts, qc_vv
       from sag.query_chunks(query_embedding, tokens, source_ids, vector_limit => vector_limit,
                             text_limit => text_limit, text_weight => coalesce(text_weight, 0.5), chunk_filter => chunk_filter,
-                            text_max_postings => text_max_postings) q;
+                            text_max_postings => text_max_postings, similarity_floor => floors.chunk) q;
     timings := timings || jsonb_build_object('query_chunks', sag._ms_since(t));
 
     -- How much of the question the best BM25 chunks hold on their own (sag.question_coverage): the lexical
@@ -148,7 +155,8 @@ begin
                              chunk_ids => coalesce(qc_ids, '{}'), chunk_similarities => coalesce(qc_sim, '{}'),
                              chunk_text_scores => coalesce(qc_ts, '{}'), text_weight => text_weight,
                              feedback_chunks => feedback_chunks, event_filter => event_filter,
-                             corpus_events => corpus_events, hub_seed_ids => named) a;
+                             corpus_events => corpus_events, hub_seed_ids => named,
+                             similarity_floor => floors.event, soft_hubs => soft_hubs) a;
     timings := timings || jsonb_build_object('activate_keys', sag._ms_since(t));
 
     t := clock_timestamp();
@@ -157,7 +165,8 @@ begin
                            threshold => threshold, top_n => key_top_n, min_new_keys => min_new_keys,
                            max_key_events => max_key_events, event_filter => event_filter,
                            floor_key_ids => named, floor_share => named_key_floor,
-                           corpus_events => corpus_events) e;
+                           corpus_events => corpus_events, similarity_floor => floors.event,
+                           soft_hubs => soft_hubs) e;
     timings := timings || jsonb_build_object('expand_keys', sag._ms_since(t));
 
     t := clock_timestamp();
@@ -171,7 +180,8 @@ begin
                            key_chunk_limit => key_chunk_limit, text_weight => text_weight,
                            chunk_ids => coalesce(qc_ids, '{}'), chunk_similarities => coalesce(qc_sim, '{}'),
                            chunk_text_scores => coalesce(qc_ts, '{}'), chunk_via_vector => coalesce(qc_vv, '{}'),
-                           chunk_filter => chunk_filter, key_weight => key_weight) r;
+                           chunk_filter => chunk_filter, key_weight => key_weight,
+                           similarity_floor => floors.chunk) r;
     timings := timings || jsonb_build_object('rank_chunks', sag._ms_since(t));
 
     if with_edges and kf_ids is not null then
@@ -192,6 +202,7 @@ begin
         'coverage', coverage,
         'text_weight', text_weight,
         'key_weight', key_weight,
+        'similarity_floors', jsonb_build_object('chunk', floors.chunk, 'event', floors.event, 'key', floors.key),
         'chunks', chunks,
         'edges', edges,
         'timings_ms', timings || jsonb_build_object('sql_total', sag._ms_since(t0)));
@@ -199,18 +210,42 @@ end;
 $$;
 comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
                                  float8, integer, float8, integer, integer, integer, integer, integer, integer,
-                                 integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean) is
+                                 integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean,
+                                 boolean) is
     'The SAG retrieval, stages 1-3 (sag-algorithm §2.2-2.4), in one call: the question''s BM25 terms '
     '(sag.query_terms, unless query_tokens is given) and named keys (sag.named_keys), seeds (sag.match_keys plus '
     'the named keys with k1 = 1, a named hub its key weight; or seed_key_ids/seed_weights when given), sag.query_chunks, sag.activate_keys, '
     'sag.expand_keys (named keys floored at named_key_floor of the strongest weight), sag.question_coverage '
+    '(every cosine taken above the embedder''s chance level of the sources, sag.similarity_floors; soft_hubs: '
+    'hubs can be activated, damped, see sag.activate_keys) '
     '(text_weight NULL = the coverage; key_weight = min(1, 2 (1 - coverage)) with adaptive_keys), sag.rank_chunks.  Returns '
     'jsonb: terms, named_keys, keys (key-final: key_id, weight, step, heaviest first), chunks (chunk_id, '
     'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text; by weight_init), coverage, '
-    'text_weight, key_weight, edges '
+    'text_weight, key_weight, similarity_floors, edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '
     'parameters are those of the stage functions (docs/retrieval.md).';
+
+-- Diminishing returns per document: the n-th best chunk of a document counts 1/n of its score.  A top
+-- list of five chunks of the document a question starts from holds the same facts five times and leaves out
+-- the document its second hop leads to; host crowding in web search answers the same problem.  1/n has no
+-- parameter and keeps the order of a document's own chunks.  Ties keep the given order.
+create or replace function sag.spread_documents(chunk_ids bigint[], scores float8[])
+returns table (chunk_id bigint, score float8)
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select x.chunk_id, x.score
+      from (select u.chunk_id, u.n,
+                   u.score / row_number() over (partition by c.document_id order by u.score desc, u.n) as score
+              from unnest(chunk_ids, scores) with ordinality as u(chunk_id, score, n)
+              join sag.chunks c on c.id = u.chunk_id) x
+     order by x.score desc, x.n
+$$;
+comment on function sag.spread_documents(bigint[], float8[]) is
+    'The final order of a search: each chunk''s score divided by its rank among the given chunks of its own '
+    'document (1 for the best, 2 for the second, ...), best first, ties in the given order.  Used by sag.search '
+    '(on weight_init) and by the Python client (on the PageRank scores).';
 
 create or replace function sag.search(
     query text,
@@ -241,16 +276,22 @@ begin
     end if;
     result := sag.retrieve(query, query_embedding, sids);
     return query
-    select d.uri, c.id, coalesce(nullif(c.title, ''), d.title), c.content, (r ->> 'weight_init')::float8
-      from jsonb_array_elements(result -> 'chunks') with ordinality as x(r, n)
-      join sag.chunks c on c.id = (x.r ->> 'chunk_id')::bigint
+    select d.uri, c.id, coalesce(nullif(c.title, ''), d.title), c.content, x.score
+      from sag.spread_documents(
+               array(select (e.r ->> 'chunk_id')::bigint
+                       from jsonb_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
+               array(select (e.r ->> 'weight_init')::float8
+                       from jsonb_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n))
+           with ordinality as x(chunk_id, score, n)
+      join sag.chunks c on c.id = x.chunk_id
       join sag.documents d on d.id = c.document_id
      order by x.n
      limit top_n;
 end;
 $$;
 comment on function sag.search(text, integer, text, vector) is
-    'SAG search from psql: sag.retrieve, then the top_n chunks by weight_init (document = uri; title = the '
+    'SAG search from psql: sag.retrieve, then the top_n chunks by weight_init spread over documents '
+    '(sag.spread_documents: the n-th chunk of a document counts 1/n; score = that) (document = uri; title = the '
     'chunk''s, else the document''s).  No PageRank (the Python client adds it; without it, it returns these very '
     'chunks and scores).  source: a source name, ''default'' as everywhere in sag-pg; NULL = all sources; unknown '
     'name: P0002.  query_embedding: the question''s vector from the database''s embedder; NULL embeds it with '

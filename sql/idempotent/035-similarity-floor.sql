@@ -1,0 +1,83 @@
+-- The embedder's chance level, calibrated per source: what cosine two unrelated texts get.  Re-applied on
+-- every upgrade.
+--
+-- Embedders differ in where "unrelated" lies.  Two random passages have a cosine of 0.02-0.07 under the hash
+-- embedder and all-MiniLM-L6-v2, but 0.85 under multilingual-e5-small (whose cosines all lie in 0.8-0.95):
+-- a similarity threshold or a linear mix with BM25 tuned on one embedder means nothing under the other, and
+-- under E5 the cosine part of every score is a near-constant that drowns the differences.  Every retrieval
+-- cosine is therefore taken above the floor and rescaled, similarity = greatest(0, (cos - floor) / (1 - floor)):
+-- 0 at chance, 1 for identical directions.  The floor is the mean cosine of random pairs of the source's own
+-- chunks, events and keys (each kind has its own: short key names sit higher under E5, 0.88).  Measured on the
+-- development sets (docs/retrieval.md): hash 0.04 / 0.01-0.03 / 0.00, MiniLM 0.02 / 0.03 / 0.16, E5 0.85 /
+-- 0.84 / 0.88 (chunks / events / keys).
+
+-- Mean cosine over the pairs of a deterministic sample (by hashint8 of the id, so a calibration of the same
+-- data is the same) of at most 60 of one source's embeddings: up to 1,770 pairs.
+create or replace function sag._chance_cosine(embeddings halfvec[])
+returns float8
+language sql immutable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select avg(c.cos)
+      from (select 1 - (a.e <=> b.e) as cos
+              from unnest(embeddings) with ordinality as a(e, n)
+              join unnest(embeddings) with ordinality as b(e, n) on b.n > a.n) c
+     where c.cos <> 'NaN'::float8
+$$;
+
+create or replace function sag.calibrate_similarity()
+returns jsonb
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+declare
+    result jsonb;
+begin
+    select coalesce(jsonb_object_agg(s.id::text, jsonb_build_object(
+               'chunk', coalesce(sag._chance_cosine(array(
+                   select c.embedding from sag.chunks c where c.source_id = s.id and c.embedding is not null
+                    order by hashint8(c.id) limit 60)), 0),
+               'event', coalesce(sag._chance_cosine(array(
+                   select e.embedding from sag.events e where e.source_id = s.id and e.embedding is not null
+                    order by hashint8(e.id) limit 60)), 0),
+               'key', coalesce(sag._chance_cosine(array(
+                   select k.embedding from sag.keys k where k.source_id = s.id and k.embedding is not null
+                    order by hashint8(k.id) limit 60)), 0))), '{}')
+      into result
+      from sag.sources s;
+    insert into sag.settings (name, value) values ('similarity_floors', result)
+    on conflict (name) do update set value = excluded.value, updated_at = now();
+    return result;
+end;
+$$;
+comment on function sag.calibrate_similarity() is
+    'Measures, for every source, the mean cosine of random pairs of its chunks, events and keys (a '
+    'deterministic sample of 60 of each, 1,770 pairs) and stores them in sag.settings (''similarity_floors''): the '
+    'embedder''s chance level, above which sag.retrieve takes every cosine.  sag.calibrate runs it.';
+
+-- The floors of the given sources (NULL = all): the mean over them; 0 (the plain cosine) without a calibration.
+create or replace function sag.similarity_floors(source_ids bigint[] default null)
+returns table (chunk float8, event float8, key float8)
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select greatest(0, least(0.99, coalesce(avg((f.value ->> 'chunk')::float8), 0))),
+           greatest(0, least(0.99, coalesce(avg((f.value ->> 'event')::float8), 0))),
+           greatest(0, least(0.99, coalesce(avg((f.value ->> 'key')::float8), 0)))
+      from sag.settings st
+      join lateral jsonb_each(st.value) f on source_ids is null or f.key::bigint = any (source_ids)
+     where st.name = 'similarity_floors'
+$$;
+comment on function sag.similarity_floors(bigint[]) is
+    'The chance-level cosines (sag.calibrate_similarity) of chunks, events and keys of the given sources, NULL '
+    '= all (their mean), clamped to [0, 0.99]; 0 without a calibration.';
+
+-- A database calibrated before the floors existed gets them once, on upgrade.
+do $$
+begin
+    if not exists (select 1 from sag.settings where name = 'similarity_floors')
+       and exists (select 1 from sag.settings where name = 'calibration') then
+        perform sag.calibrate_similarity();
+    end if;
+end;
+$$;

@@ -1,0 +1,83 @@
+"""The embedder's chance level (sql/idempotent/035) and the final spread over documents (034).
+
+Expected numbers worked out by hand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import psycopg
+import pytest
+
+from tests.sql.graph_builder import GraphBuilder
+
+
+def a(x: float) -> object:
+    return pytest.approx(x, abs=1e-3)  # embeddings are stored at half precision
+
+
+def test_chance_cosine_is_the_mean_over_pairs(db_conn: psycopg.Connection) -> None:
+    # (1,0,0)-(0,1,0): 0; (1,0,0)-(1,1,0): 1/sqrt 2; (0,1,0)-(1,1,0): 1/sqrt 2.  Mean: sqrt(2)/3.
+    row = db_conn.execute("select sag._chance_cosine(array['[1,0,0]', '[0,1,0]', '[1,1,0]']::halfvec[])")
+    assert float(row.fetchone()[0]) == a(math.sqrt(2) / 3)
+    # A zero vector has no cosine (NaN): its pairs do not count.
+    row = db_conn.execute("select sag._chance_cosine(array['[1,0,0]', '[0,0,0]', '[1,0,0]']::halfvec[])")
+    assert float(row.fetchone()[0]) == a(1.0)
+
+
+def test_floors_per_source_and_their_mean(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    near, far = g.source("near"), g.source("far")
+    d1, d2 = g.document(near, "near/a.md"), g.document(far, "far/a.md")
+    # "near": its chunks all point the same way (chance cosine 1); "far": orthogonal chunks (0).
+    for _ in range(3):
+        g.chunk(d1, "x", (1, 0, 0))
+    for v in ((1, 0, 0), (0, 1, 0), (0, 0, 1)):
+        g.chunk(d2, "y", v)
+    # Keys of "near": (1,0,0), (3,4,0), (4,3,0): cosines 0.6, 0.8, 0.96 -> mean 0.786667.
+    for name, v in (("k1", (1, 0, 0)), ("k2", (3, 4, 0)), ("k3", (4, 3, 0))):
+        g.key(near, name, v)
+    db_conn.execute("select sag.calibrate_similarity()")
+
+    def floors(sources: list[int] | None) -> tuple[float, float, float]:
+        row = db_conn.execute("select chunk, event, key from sag.similarity_floors(%s)", [sources]).fetchone()
+        return float(row[0]), float(row[1]), float(row[2])
+
+    assert floors([near]) == (a(0.99), a(0), a(0.786667))   # clamped below 1: the rescale divides by 1 - floor
+    assert floors([far]) == (a(0), a(0), a(0))              # no events, no keys: 0
+    assert floors(None)[0] == a(0.5)                        # the mean of 1 and 0
+    db_conn.execute("delete from sag.settings where name = 'similarity_floors'")
+    assert floors(None) == (0, 0, 0)                        # no calibration: the plain cosine
+
+
+def test_match_keys_rescales_above_the_floor(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("one")
+    k = g.key(s, "k", (4, 3, 0))  # cosine 0.8 with the query (1, 0, 0)
+    rows = db_conn.execute(
+        "select key_id, similarity from sag.match_keys('[1,0,0]'::vector, array[%s]::bigint[], 5, 0, "
+        "similarity_floor => 0.6)", [s]).fetchall()
+    assert rows == [(k, a((0.8 - 0.6) / (1 - 0.6)))]                        # 0.5
+    rows = db_conn.execute(
+        "select key_id from sag.match_keys('[1,0,0]'::vector, array[%s]::bigint[], 5, 0.6, similarity_floor => 0.6)",
+        [s]).fetchall()
+    assert rows == []                                                        # 0.5 < min_similarity 0.6
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="similarity_floor"):
+        db_conn.execute("select * from sag.match_keys('[1,0,0]'::vector, null, 5, 0, similarity_floor => 1)")
+
+
+def test_spread_documents_divides_by_the_rank_within_the_document(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("one")
+    da, db = g.document(s, "a.md"), g.document(s, "b.md")
+    a1, a2, a3 = (g.chunk(da, "a", (1, 0, 0)) for _ in range(3))
+    b1 = g.chunk(db, "b", (1, 0, 0))
+    rows = db_conn.execute("select chunk_id, score from sag.spread_documents(%s, %s)",
+                           [[a1, a2, a3, b1], [1.0, 0.6, 0.45, 0.5]]).fetchall()
+    # a1 1.0 / 1, a2 0.6 / 2 = 0.3, a3 0.45 / 3 = 0.15, b1 0.5 / 1.
+    assert [r[0] for r in rows] == [a1, b1, a2, a3]
+    assert [r[1] for r in rows] == [a(1.0), a(0.5), a(0.3), a(0.15)]
+    # Ties keep the given order.
+    rows = db_conn.execute("select chunk_id from sag.spread_documents(%s, %s)", [[b1, a1], [0.5, 0.5]]).fetchall()
+    assert [r[0] for r in rows] == [b1, a1]
