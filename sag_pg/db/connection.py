@@ -74,6 +74,19 @@ def set_timeouts(conn: psycopg.Connection) -> None:
         conn.commit()
 
 
+@contextmanager
+def timeouts_as_errors() -> Iterator[None]:
+    """The session ceilings, when hit, as a DatabaseError that says which one (the CLI prints it in one line)."""
+    try:
+        yield
+    except psycopg.errors.LockNotAvailable as exc:
+        raise DatabaseError(f"gave up waiting for another client's lock after lock_timeout ({LOCK_TIMEOUT_S} s): "
+                            f"{str(exc).strip()}") from exc
+    except psycopg.errors.QueryCanceled as exc:
+        raise DatabaseError(f"a statement was cancelled after statement_timeout ({STATEMENT_TIMEOUT_S} s): "
+                            f"{str(exc).strip()}") from exc
+
+
 class Database:
     """A sag-pg database: a DSN whose schema has been checked, and connections to it."""
 
@@ -84,7 +97,7 @@ class Database:
         self._idle: psycopg.Connection | None = None
         self._idle_pid = os.getpid()
         self._idle_lock = threading.Lock()
-        with raw_connect(dsn, autocommit=True) as conn:
+        with timeouts_as_errors(), raw_connect(dsn, autocommit=True) as conn:
             status = migrate.schema_status(conn)
         if status.state is migrate.SchemaState.EMPTY:
             if not auto_upgrade:
@@ -92,7 +105,7 @@ class Database:
             print(f"sag-pg: creating the schema in {redact(dsn)} (revision {status.head})", file=sys.stderr)
             migrate.upgrade(dsn)
         else:
-            with raw_connect(dsn, autocommit=True) as conn:
+            with timeouts_as_errors(), raw_connect(dsn, autocommit=True) as conn:
                 migrate.require_current(conn)
 
     @classmethod
@@ -116,8 +129,9 @@ class Database:
         if conn is None:
             conn = self.connect()
         try:
-            yield conn
-            conn.commit()
+            with timeouts_as_errors():
+                yield conn
+                conn.commit()
         except BaseException:
             conn.close()
             raise
@@ -161,14 +175,14 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
         """A connection inside one transaction: committed on success, rolled back on any error."""
-        with self.connect() as conn, conn.transaction():
+        with timeouts_as_errors(), self.connect() as conn, conn.transaction():
             yield conn
 
     def bind_embedder(self, name: str, dimension: int) -> None:
         """Check (or, on a new database, record) the embedder.  Only a first binding writes anything:
         ``sag.bind_embedder`` also rebuilds missing vector indexes, which is the next writer's job
         (``sag.repair_vector_indexes``), never a reader's (issue #15: searches deadlocked with a bulk load)."""
-        with self.connect(autocommit=True) as conn:
+        with timeouts_as_errors(), self.connect(autocommit=True) as conn:
             row = conn.execute("select sag.bound_embedder()").fetchone()
             bound = row[0] if row else None
             if bound and bound.get("name") == name and bound.get("dimension") == dimension:
