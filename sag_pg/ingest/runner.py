@@ -92,7 +92,7 @@ class Ingestor:
                 # The server went away (crash, restart, network): one message, not one failure per document left.
                 raise DatabaseError(
                     f"lost the connection to the database after storing {report.documents} documents "
-                    f"({str(exc).strip() or type(exc).__name__}); the document in flight was not stored. "
+                    f"({' '.join(str(exc).split()) or type(exc).__name__}); the document in flight was not stored. "
                     "Run the same command again when the server is back: stored documents are skipped.") from None
         report.seconds = time.perf_counter() - started
         return report
