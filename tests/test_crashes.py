@@ -142,3 +142,33 @@ def test_a_deleted_postmaster_pid_is_named_and_db_stop_stops_the_server(own_serv
     again = _sag_pg(own_server, "db", "status", "--json")  # a new server starts on the same data
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["schema_state"] in {"current", "empty"}
+
+
+def test_a_killed_client_s_backend_stops_waiting(db_dsn: str) -> None:
+    """A backend waiting on a lock for a client that was killed ends within client_connection_check_interval
+    (issue #15: backends kept waiting after their clients were killed, blocking others)."""
+    script = ("import sys; from sag_pg.db.connection import Database; conn = Database(sys.argv[1]).connect(); "
+              "print(conn.info.backend_pid, flush=True); conn.execute('lock table sag.keys in access exclusive mode')")
+    with psycopg.connect(db_dsn) as holder:
+        holder.execute("lock table sag.keys in access share mode")
+        proc = subprocess.Popen([sys.executable, "-c", script, db_dsn], stdout=subprocess.PIPE, text=True)
+        try:
+            backend = int(proc.stdout.readline())  # type: ignore[union-attr]
+            with psycopg.connect(db_dsn, autocommit=True) as watcher:
+                deadline = time.monotonic() + 10
+                while watcher.execute("select wait_event_type from pg_stat_activity where pid = %s",
+                                      [backend]).fetchone() != ("Lock",):
+                    assert time.monotonic() < deadline, "the client never waited on the lock"
+                    time.sleep(0.05)
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(timeout=10)
+                killed = time.monotonic()
+                while watcher.execute("select 1 from pg_stat_activity where pid = %s", [backend]).fetchone():
+                    assert time.monotonic() - killed < 5, "the backend still waits for its dead client"
+                    time.sleep(0.05)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()  # type: ignore[union-attr]
+        holder.rollback()

@@ -48,6 +48,8 @@ def _dead_bulk_load(dsn: str) -> None:
 def test_a_search_never_builds_the_indexes_the_next_writer_does(loaded: Settings, db_dsn: str) -> None:
     _dead_bulk_load(db_dsn)
     assert _indexes(db_dsn) == set()
+    with psycopg.connect(db_dsn) as conn:
+        assert store.missing_vector_indexes(conn) == 3
     with SAG(settings=loaded) as sag:
         assert sag.search("Ada Lovelace", source="s", top_n=3).chunks  # answers by scanning
     assert _indexes(db_dsn) == set()

@@ -138,6 +138,12 @@ def finish_bulk_load(conn: psycopg.Connection) -> int:
     return int(row[0]) if row else 0
 
 
+def missing_vector_indexes(conn: psycopg.Connection) -> int:
+    """``sag.missing_vector_indexes``: how many HNSW indexes a bulk load (running or dead) left missing."""
+    row = conn.execute("select sag.missing_vector_indexes()").fetchone()
+    return int(row[0]) if row else 0
+
+
 def repair_vector_indexes(conn: psycopg.Connection) -> int:
     """``sag.repair_vector_indexes``: a writer builds the indexes a dead bulk load left missing."""
     with conn.transaction():

@@ -138,8 +138,8 @@ class Ingestor:
                     store.flush_term_stats(conn)
                     if bulk:
                         built = time.perf_counter()
-                        store.finish_bulk_load(conn)
-                        report.timings["index"] = time.perf_counter() - built
+                        if store.finish_bulk_load(conn) >= 0:  # -1: another bulk load builds them when it ends
+                            report.timings["index"] = time.perf_counter() - built
                 except psycopg.Error:
                     if finished:
                         raise
