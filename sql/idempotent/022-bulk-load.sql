@@ -85,7 +85,9 @@ comment on function sag.begin_bulk_load(float8) is
     'not inserted into the graphs one by one.  Returns how many indexes it dropped.  End with sag.finish_bulk_load() '
     'on the same session; if the session dies first, the next writer rebuilds (sag.repair_vector_indexes).';
 
-create or replace function sag.finish_bulk_load()
+-- Builds the missing indexes holding 'sag.bulk_load' exclusively (so no load starts dropping them meanwhile); -1
+-- without building when any other session holds it (a bulk load in progress, or another rebuild).
+create or replace function sag._build_vector_indexes_alone()
 returns integer
 language plpgsql
 set search_path = pg_catalog, sag, public, pg_temp
@@ -93,20 +95,30 @@ as $$
 declare
     made integer;
 begin
-    perform pg_advisory_unlock_shared(hashtext('sag.bulk_load'));
-    -- Another load still running builds the indexes when it ends: building them now would only make its rows
-    -- go into the graphs one at a time again.
     if not pg_try_advisory_lock(hashtext('sag.bulk_load')) then
         return -1;
     end if;
     begin
         made := sag.create_vector_indexes();
     exception when others then
-        perform pg_advisory_unlock(hashtext('sag.bulk_load'));
+        perform pg_advisory_unlock(hashtext('sag.bulk_load'));  -- a session lock outlives the failed transaction
         raise;
     end;
     perform pg_advisory_unlock(hashtext('sag.bulk_load'));
     return made;
+end;
+$$;
+
+create or replace function sag.finish_bulk_load()
+returns integer
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+begin
+    perform pg_advisory_unlock_shared(hashtext('sag.bulk_load'));
+    -- Another load still running builds the indexes when it ends: building them now would only make its rows
+    -- go into the graphs one at a time again.
+    return sag._build_vector_indexes_alone();
 end;
 $$;
 comment on function sag.finish_bulk_load() is
@@ -131,24 +143,12 @@ returns integer
 language plpgsql
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-declare
-    made integer;
 begin
     if sag.missing_vector_indexes() = 0 then
         return 0;
     end if;
     -- A bulk load in progress holds the lock shared and builds the indexes itself when it ends.
-    if not pg_try_advisory_lock(hashtext('sag.bulk_load')) then
-        return 0;
-    end if;
-    begin
-        made := sag.create_vector_indexes();
-    exception when others then
-        perform pg_advisory_unlock(hashtext('sag.bulk_load'));
-        raise;
-    end;
-    perform pg_advisory_unlock(hashtext('sag.bulk_load'));
-    return made;
+    return greatest(sag._build_vector_indexes_alone(), 0);
 end;
 $$;
 comment on function sag.repair_vector_indexes() is
