@@ -130,6 +130,8 @@ as $$
 declare
     matched bigint[];
     resolved bigint[];
+    meanings bigint[];
+    meaning bigint;
 begin
     -- One meaning is resolved by one transaction at a time, so concurrent ingests end with the keys of a serial
     -- run: a document naming a key that another one is writing waits until that one commits (the lock is held to
@@ -137,13 +139,23 @@ begin
     -- (across types) and, for strings, its sag.key_signature.  Locks are taken in one order (sorted), so two
     -- documents never wait on each other.  Trigram and embedding neighbours are not locked: those matches may
     -- still depend on which document comes first, as they do in a serial run.
-    perform pg_advisory_xact_lock(m.h)
-       from (select distinct hashtextextended(p_source_id::text || x.meaning, 0) as h
-               from unnest(normalized, value_strings) as u(norm, vs),
-                    lateral (values (':' || u.norm),
-                                    ('~' || case when u.vs is not null then sag.key_signature(u.norm) end)) x(meaning)
-              where x.meaning is not null
-              order by 1) m;
+    select coalesce(array_agg(m.h order by m.h), '{}') into meanings
+      from (select distinct hashtextextended(p_source_id::text || x.meaning, 0) as h
+              from unnest(normalized, value_strings) as u(norm, vs),
+                   lateral (values (':' || u.norm),
+                                   ('~' || case when u.vs is not null then sag.key_signature(u.norm) end)) x(meaning)
+             where x.meaning is not null) m;
+    -- Advisory locks live in the server's shared lock table (max_locks_per_transaction per connection): a
+    -- document with more meanings than that locks the whole source instead (every document takes that lock
+    -- shared first, so the two kinds order with each other).
+    if cardinality(meanings) > 64 then
+        perform pg_advisory_xact_lock(hashtextextended('sag.keys of source ' || p_source_id, 0));
+    else
+        perform pg_advisory_xact_lock_shared(hashtextextended('sag.keys of source ' || p_source_id, 0));
+        foreach meaning in array meanings loop
+            perform pg_advisory_xact_lock(meaning);
+        end loop;
+    end if;
     if trgm_threshold is not null then
         -- The % operator (and its GIN index) filter at this threshold; the exact check follows in _match_keys.
         perform set_config('pg_trgm.similarity_threshold', trgm_threshold::text, true);

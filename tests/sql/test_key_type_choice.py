@@ -45,3 +45,23 @@ def test_without_across_types_each_type_keeps_its_key(db_conn: psycopg.Connectio
         [source, ["topic", "location"], ["cambridge"] * 2, ["cambridge"] * 2, ["cambridge"] * 2, [None] * 2,
          [None] * 2, ["[1,0,0]"] * 2])
     assert _keys(db_conn, source) == [("location", "cambridge"), ("topic", "cambridge")]
+
+
+def _advisory_locks(conn: psycopg.Connection) -> list[tuple[str, int]]:
+    return conn.execute("select mode, count(*)::int from pg_locks where locktype = 'advisory' "
+                        "and pid = pg_backend_pid() group by mode order by mode").fetchall()
+
+
+def test_a_document_locks_its_meanings_or_with_many_keys_its_source(db_conn: psycopg.Connection) -> None:
+    db_conn.execute("select sag.bind_embedder('test', 3)")
+    source = db_conn.execute("select sag.ensure_source('s')").fetchone()[0]
+    db_conn.commit()
+    # 'cambridge' under three types is one meaning: its normalized value and its signature, 2 locks, plus the
+    # source's lock shared.
+    _resolve(db_conn, source, [("topic", "cambridge"), ("location", "cambridge"), ("person", "cambridge")])
+    assert _advisory_locks(db_conn) == [("ExclusiveLock", 2), ("ShareLock", 1)]
+    db_conn.rollback()
+    # 40 names are 80 meanings, more than the 64 a document may lock one by one: the whole source instead.
+    _resolve(db_conn, source, [("topic", f"name{i}") for i in range(40)])
+    assert _advisory_locks(db_conn) == [("ExclusiveLock", 1)]
+    db_conn.rollback()
