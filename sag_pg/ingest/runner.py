@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 import psycopg
 
 from ..db import ingest as store
-from ..db.connection import LOCK_TIMEOUT_S, Database
+from ..db.connection import LOCK_TIMEOUT_S, Database, timeouts_as_errors
 from ..errors import DatabaseError, SagError
 from ..llm.base import LLM
 from ..types import DEFAULT_KEY_TYPES
@@ -85,7 +85,8 @@ class Ingestor:
         notify = on_document or (lambda status, what: None)
         with self.db.connect(autocommit=True) as conn, self.db.connect(autocommit=True) as reader:
             try:
-                self._run(conn, reader, inputs, report, notify)
+                with timeouts_as_errors():  # waits for another client's bulk load or index build: bounded, named
+                    self._run(conn, reader, inputs, report, notify)
             except psycopg.OperationalError as exc:
                 if not (conn.broken or reader.broken or conn.closed or reader.closed):
                     raise
