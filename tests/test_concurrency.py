@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from sag_pg import SAG, Settings
 from sag_pg.search.engine import SEARCH_TIMEOUT_MS
@@ -61,6 +62,7 @@ def _ingest_all(dsn: str, home: Path, corpora: dict[str, Path], prefix: str, *, 
     return [_finish(proc, 120) for proc in procs]
 
 
+@pytest.mark.slow  # about 45 s on a quiet machine: two runs of three ingests
 def test_bulk_load_two_ingests_and_searches_together(db_dsn: str, tmp_path: Path) -> None:
     home = tmp_path / "home"
     corpora = {"bulk": write_corpus(tmp_path / "bulk.jsonl", 0, BULK_DOCS, prefix="bulk"),
