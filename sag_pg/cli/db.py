@@ -84,5 +84,9 @@ def stop(app: AppContext) -> None:
     """
     if app.settings.database_url:
         raise click.UsageError("an external database (SAG_DATABASE_URL / --dsn) is not ours to stop")
+    orphan = embedded.orphan_postmaster(app.settings.home)
     stopped = embedded.stop_server(app.settings.home)
+    if orphan is not None:
+        click.echo(f"stopped (pid {orphan}: it was still running although its postmaster.pid had been deleted)")
+        return
     click.echo("stopped" if stopped else "not running")

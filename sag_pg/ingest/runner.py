@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 import psycopg
 
 from ..db import ingest as store
-from ..db.connection import Database
-from ..errors import SagError
+from ..db.connection import LOCK_TIMEOUT_S, Database, timeouts_as_errors
+from ..errors import DatabaseError, SagError
 from ..llm.base import LLM
 from ..types import DEFAULT_KEY_TYPES
 from .prepare import DocumentPreparer, PreparedDocument, content_hash
@@ -84,42 +84,68 @@ class Ingestor:
         started = time.perf_counter()
         notify = on_document or (lambda status, what: None)
         with self.db.connect(autocommit=True) as conn, self.db.connect(autocommit=True) as reader:
-            # A lost commit after an OS crash is re-ingested next time; atomicity is unaffected.
-            store.writer_session(conn)
-            source_id = self._init_source(conn)
-            known = store.document_hashes(conn, source_id)
-            conn.commit()
-            if self.preparer.extractor.uses_pre_retrieval:
-                self.preparer.pre_retriever = lambda vec: store.pre_retrieve(reader, source_id, vec)
-            todo = self._changed(inputs, known, report, notify)
-            # Look ahead: enough changed documents make rebuilding the HNSW graphs once after the load
-            # (several times cheaper than one graph insertion of ~1 ms per row) worth it.
-            head = list(itertools.islice(todo, BULK_DOCUMENTS))
-            # Rebuilding costs about as much as the rows already indexed: worth it once the load is at least
-            # as big as what is there (and not for a handful of documents).
-            stored = store.document_count(conn)  # all sources share the indexes
-            needed = min(BULK_DOCUMENTS, max(BULK_MIN_DOCUMENTS, stored))
-            bulk = bool(head) and (self.bulk or (self.bulk is None and len(head) >= needed))
-            if bulk:
-                store.drop_vector_indexes(conn)  # searches meanwhile scan exactly
-                conn.commit()
             try:
-                for doc, outcome in self._prepared(itertools.chain(head, todo), report):
-                    if isinstance(outcome, str):
-                        self._fail(report, f"{doc.origin or doc.uri}: {outcome}", notify)
-                        continue
-                    for name, seconds in outcome.timings.items():
-                        report.timings[name] = report.timings.get(name, 0.0) + seconds
-                    self._store(conn, source_id, outcome, report, notify)
-            finally:
-                store.flush_term_stats(conn)
-                if bulk:
-                    built = time.perf_counter()
-                    store.create_vector_indexes(conn)
-                    conn.commit()
-                    report.timings["index"] = time.perf_counter() - built
+                with timeouts_as_errors():  # waits for another client's bulk load or index build: bounded, named
+                    self._run(conn, reader, inputs, report, notify)
+            except psycopg.OperationalError as exc:
+                if not (conn.broken or reader.broken or conn.closed or reader.closed):
+                    raise
+                # The server went away (crash, restart, network): one message, not one failure per document left.
+                raise DatabaseError(
+                    f"lost the connection to the database after storing {report.documents} documents "
+                    f"({' '.join(str(exc).split()) or type(exc).__name__}); the document in flight was not stored. "
+                    "Run the same command again when the server is back: stored documents are skipped.") from None
         report.seconds = time.perf_counter() - started
         return report
+
+    def _run(self, conn: psycopg.Connection, reader: psycopg.Connection, inputs: Iterable[ReadResult],
+             report: IngestReport, notify: DocumentCallback) -> None:
+        # A lost commit after an OS crash is re-ingested next time; atomicity is unaffected.
+        store.writer_session(conn)
+        source_id = self._init_source(conn)
+        known = store.document_hashes(conn, source_id)
+        conn.commit()
+        if self.preparer.extractor.uses_pre_retrieval:
+            self.preparer.pre_retriever = lambda vec: store.pre_retrieve(reader, source_id, vec)
+        todo = self._changed(inputs, known, report, notify)
+        # Look ahead: enough changed documents make rebuilding the HNSW graphs once after the load
+        # (several times cheaper than one graph insertion of ~1 ms per row) worth it.
+        head = list(itertools.islice(todo, BULK_DOCUMENTS))
+        # Rebuilding costs about as much as the rows already indexed: worth it once the load is at least
+        # as big as what is there (and not for a handful of documents).
+        stored = store.document_count(conn)  # all sources share the indexes
+        needed = min(BULK_DOCUMENTS, max(BULK_MIN_DOCUMENTS, stored))
+        bulk = bool(head) and (self.bulk or (self.bulk is None and len(head) >= needed))
+        began = time.perf_counter()
+        if bulk:
+            store.begin_bulk_load(conn, wait_seconds=LOCK_TIMEOUT_S)  # searches meanwhile scan exactly
+        elif head and store.repair_vector_indexes(conn):
+            # A bulk load died before rebuilding its indexes: the next writer does it (never a search).
+            report.timings["index"] = time.perf_counter() - began
+        finished = False
+        try:
+            for doc, outcome in self._prepared(itertools.chain(head, todo), report):
+                if isinstance(outcome, str):
+                    self._fail(report, f"{doc.origin or doc.uri}: {outcome}", notify)
+                    continue
+                for name, seconds in outcome.timings.items():
+                    report.timings[name] = report.timings.get(name, 0.0) + seconds
+                self._store(conn, source_id, outcome, report, notify)
+            finished = True
+        finally:
+            # After a lost connection there is nothing to flush with (and the error says so already).
+            if not conn.broken:
+                try:
+                    store.flush_term_stats(conn)
+                    if bulk:
+                        built = time.perf_counter()
+                        if store.finish_bulk_load(conn) >= 0:  # -1: another bulk load builds them when it ends
+                            report.timings["index"] = time.perf_counter() - built
+                except psycopg.Error:
+                    if finished:
+                        raise
+                    # Already failing: the first error is the one to report (the queue is folded next time,
+                    # the indexes rebuilt by the next writer).
 
     def _changed(self, inputs: Iterable[ReadResult], known: dict[str, str], report: IngestReport,
                  notify: DocumentCallback) -> Iterator[DocumentInput]:
@@ -159,7 +185,7 @@ class Ingestor:
             return
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_worker,
-                                 initargs=(self.preparer,)) as pool:
+                                 initargs=(self.preparer, os.getpid())) as pool:
             window: deque[tuple[list[DocumentInput], Future[list[PreparedDocument | str]]]] = deque()
             for batch in batches:
                 window.append((batch, pool.submit(_prepare_in_worker, batch)))
@@ -217,7 +243,13 @@ class Ingestor:
                                        f"{str(exc).strip()}", notify)
                     return
                 time.sleep(0.05 * attempt)
+            except psycopg.errors.LockNotAvailable as exc:
+                # Every document after this one would wait as long: stop the run with the reason.
+                raise DatabaseError(f"{origin}: {str(exc).strip()}; {report.documents} documents were stored "
+                                    "(run the same command again: they are skipped)") from None
             except psycopg.Error as exc:
+                if conn.broken:
+                    raise  # a lost connection: the run stops (Ingestor.run says so once)
                 self._fail(report, f"{origin}: database refused the document: {str(exc).strip()}", notify)
                 return
         report.documents += 1
@@ -254,9 +286,19 @@ class Ingestor:
 _worker_preparer: DocumentPreparer | None = None
 
 
-def _init_worker(preparer: DocumentPreparer) -> None:
+def _init_worker(preparer: DocumentPreparer, parent_pid: int) -> None:
     global _worker_preparer
     _worker_preparer = preparer
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), name="sag-parent-watch", daemon=True).start()
+
+
+def _exit_with_parent(parent_pid: int, interval: float = 0.2) -> None:
+    """End this worker once the ingest that spawned it is gone (kill -9 gives it no chance to say so): an
+    orphan would keep its memory, and multiprocessing's resource tracker, which waits for every process holding
+    its pipe, would stay with it (issue #15: both seen 17 minutes after the kill)."""
+    while os.getppid() == parent_pid:
+        time.sleep(interval)
+    os._exit(1)
 
 
 def _prepare_in_worker(docs: list[DocumentInput]) -> list[PreparedDocument | str]:

@@ -48,6 +48,24 @@ $$;
 comment on function sag.source_ids(text[]) is
     'Source names to ids (NULL stays NULL = all sources); raises P0002 naming the first unknown source.';
 
+-- Every document write first takes the shared side of the 'sag.vector_indexes' lock, before any table
+-- (sql/idempotent/022-bulk-load.sql explains the order): it waits while indexes are dropped or built, at most the
+-- session's lock_timeout, and then says so instead of "canceling statement due to lock timeout".
+create or replace function sag._wait_for_index_builds()
+returns void
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+begin
+    perform pg_advisory_xact_lock_shared(hashtext('sag.vector_indexes'));
+exception when lock_not_available then
+    raise exception using errcode = '55P03',
+        message = format('another client kept the vector indexes locked (bulk load or index build) for more than '
+                         'lock_timeout (%s)', current_setting('lock_timeout')),
+        hint = 'Try again when its index build has finished.';
+end;
+$$;
+
 -- The existing key each new (type, normalized value) should converge on, NULL for a new key; one row per
 -- input position.  Order of preference: exact match of the same type; exact match of another type (when
 -- across_types); for strings, a same-type key with the same sag.key_signature ("302ai" ~ "ai302"), then the
@@ -111,7 +129,33 @@ set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     matched bigint[];
+    resolved bigint[];
+    meanings bigint[];
+    meaning bigint;
 begin
+    -- One meaning is resolved by one transaction at a time, so concurrent ingests end with the keys of a serial
+    -- run: a document naming a key that another one is writing waits until that one commits (the lock is held to
+    -- the end of the transaction), then finds its key.  A meaning is the normalized value whatever the type
+    -- (across types) and, for strings, its sag.key_signature.  Locks are taken in one order (sorted), so two
+    -- documents never wait on each other.  Trigram and embedding neighbours are not locked: those matches may
+    -- still depend on which document comes first, as they do in a serial run.
+    select coalesce(array_agg(m.h order by m.h), '{}') into meanings
+      from (select distinct hashtextextended(p_source_id::text || x.meaning, 0) as h
+              from unnest(normalized, value_strings) as u(norm, vs),
+                   lateral (values (':' || u.norm),
+                                   ('~' || case when u.vs is not null then sag.key_signature(u.norm) end)) x(meaning)
+             where x.meaning is not null) m;
+    -- Advisory locks live in the server's shared lock table (max_locks_per_transaction per connection): a
+    -- document with more meanings than that locks the whole source instead (every document takes that lock
+    -- shared first, so the two kinds order with each other).
+    if cardinality(meanings) > 64 then
+        perform pg_advisory_xact_lock(hashtextextended('sag.keys of source ' || p_source_id, 0));
+    else
+        perform pg_advisory_xact_lock_shared(hashtextextended('sag.keys of source ' || p_source_id, 0));
+        foreach meaning in array meanings loop
+            perform pg_advisory_xact_lock(meaning);
+        end loop;
+    end if;
     if trgm_threshold is not null then
         -- The % operator (and its GIN index) filter at this threshold; the exact check follows in _match_keys.
         perform set_config('pg_trgm.similarity_threshold', trgm_threshold::text, true);
@@ -121,23 +165,43 @@ begin
                            trgm_threshold, vector_threshold, across_types) m;
 
     -- Insert the new ones in a fixed order, so concurrent ingests wait on each other instead of deadlocking.
+    -- Across types, one new string key per normalized value: the first of its types in alphabetical order
+    -- (whichever document or position named it first).
     insert into sag.keys (source_id, type, name, normalized, value_string, value_number, value_bool, embedding)
     select p_source_id, i.type, i.name, i.normalized, i.vs, i.vn, i.vb, case when i.vs is not null then i.emb end
-      from (select distinct on (u.type, u.normalized) u.*
-              from unnest(types, names, normalized, value_strings, value_numbers, value_bools, embeddings)
-                   with ordinality as u(type, name, normalized, vs, vn, vb, emb, n)
+      from (select distinct on (u.grp, u.normalized) u.*
+              from (select v.*, case when across_types and v.vs is not null then '' else v.type end as grp
+                      from unnest(types, names, normalized, value_strings, value_numbers, value_bools, embeddings)
+                           with ordinality as v(type, name, normalized, vs, vn, vb, emb, n)) u
              where matched[u.n] is null
-             order by u.type, u.normalized, u.n) i
+             order by u.grp, u.normalized, u.type, u.n) i
      order by i.type, i.normalized
     on conflict on constraint keys_one_per_meaning do nothing;
 
     -- A new statement: it also sees keys a concurrent ingest committed while we waited on its insert.
-    return query
-    select u.n::int, coalesce(matched[u.n],
-                              (select k.id from sag.keys k where k.source_id = p_source_id and k.type = u.type
-                                                             and k.normalized = u.normalized))
-      from unnest(types, normalized) with ordinality as u(type, normalized, n)
-     order by u.n;
+    select array_agg(coalesce(
+               matched[u.n],
+               (select k.id from sag.keys k where k.source_id = p_source_id and k.type = u.type
+                                              and k.normalized = u.normalized),
+               (select k.id from sag.keys k
+                 where across_types and u.vs is not null and k.source_id = p_source_id
+                   and k.normalized = u.normalized and k.value_string is not null
+                 order by k.type, k.id limit 1)) order by u.n) into resolved
+      from unnest(types, normalized, value_strings) with ordinality as u(type, normalized, vs, n);
+
+    -- The same rule for a key matched across types: it takes the first type (alphabetically) of all that named
+    -- it, so its type does not depend on which document came first.
+    if across_types then
+        update sag.keys k set type = t.type
+          from (select r.id, min(r.type) as type
+                  from unnest(resolved, types, value_strings) as r(id, type, vs)
+                 where r.vs is not null and r.id is not null group by r.id) t
+         where k.id = t.id and k.type > t.type and k.value_string is not null
+           and not exists (select 1 from sag.keys o
+                            where o.source_id = k.source_id and o.type = t.type and o.normalized = k.normalized);
+    end if;
+
+    return query select r.n::int, r.id from unnest(resolved) with ordinality as r(id, n) order by r.n;
 end;
 $$;
 comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], float8[], boolean[], vector[], float8, float8, boolean) is
@@ -184,6 +248,7 @@ declare
     ids bigint[];
     deltas integer[];
 begin
+    perform sag._wait_for_index_builds();
     select array_agg(x.key_id order by x.key_id), array_agg(-x.n order by x.key_id) into ids, deltas
       from sag._document_key_events(p_document_id) x;
     delete from sag.documents where id = p_document_id;
@@ -324,6 +389,7 @@ as $$
 declare
     resolved bigint[];
 begin
+    perform sag._wait_for_index_builds();
     select coalesce(array_agg(r.key_id order by r.ord), '{}') into resolved
       from sag.resolve_keys(p_source_id, key_types, key_names, key_normalized, key_strings, key_numbers,
                             key_bools, key_embeddings, trgm_threshold, vector_threshold, across_types) r;
