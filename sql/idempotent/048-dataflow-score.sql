@@ -9,7 +9,8 @@ returns float8
 language sql immutable parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
-    select exp(-decay_per_day * greatest(0, floor(extract(epoch from now_at - at) / 86400)))::float8
+    -- exp underflows below e^-745: a time centuries back decays to e^-700 (0 for every purpose).
+    select exp(-least(700, decay_per_day * greatest(0, floor(extract(epoch from now_at - at) / 86400))))::float8
 $$;
 comment on function sag.dataflow_time_decay(timestamptz, timestamptz, float8) is
     'DataFlow time decay (seed §7.2): exp(-decay_per_day * whole days from at to now_at), 1 for a time not in '

@@ -5,20 +5,34 @@
 -- recalled chunks of one document at most max_gap chunks apart, the chunks in between are filled in
 -- (seed: "片段1、3存在 → 自动补全片段2"), scored as the weaker of the two; documents come in the order of their
 -- best recalled chunk, each document's chunks in reading order (ordinal, i.e. line order).
+-- With text_weight > 0 the recalled chunks are instead the top_n of the weighted RRF (sag.dataflow_rrf, k =
+-- rrf_k) of the chunks by event score (weight 1 - text_weight) and text_chunk_ids (weight text_weight), a
+-- ranked lexical list (sag.dataflow_search passes BM25's), and a chunk's score is its RRF score.
+drop function if exists sag.dataflow_chunks(bigint[], float8[], integer, integer);
 create or replace function sag.dataflow_chunks(event_ids bigint[], event_scores float8[], top_n integer default 10,
-                                               max_gap integer default 1)
+                                               max_gap integer default 1, text_chunk_ids bigint[] default null,
+                                               text_weight float8 default 0, rrf_k integer default 60)
 returns table (chunk_id bigint, document_id bigint, ordinal integer, start_line integer, end_line integer,
                score float8, completed boolean, reading_order integer)
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-    with recalled as (
-        select c.id, c.document_id, c.ordinal, max(u.score) as score
+    with by_event as (
+        select e.chunk_id as id, max(u.score) as score
           from unnest(event_ids, event_scores) as u(event_id, score)
           join sag.events e on e.id = u.event_id
-          join sag.chunks c on c.id = e.chunk_id
-         group by c.id, c.document_id, c.ordinal
-         order by 4 desc, c.id
+         group by e.chunk_id),
+    ranked as (
+        select b.id, b.score from by_event b where coalesce(text_weight, 0) <= 0
+        union all
+        select f.id, f.score
+          from sag.dataflow_rrf((select array_agg(b.id order by b.score desc, b.id) from by_event b),
+                                coalesce(text_chunk_ids, '{}'), 1 - text_weight, text_weight, rrf_k) f
+         where text_weight > 0),
+    recalled as (
+        select c.id, c.document_id, c.ordinal, r.score
+          from ranked r join sag.chunks c on c.id = r.id
+         order by r.score desc, c.id
          limit greatest(top_n, 0)),
     neighbours as (
         select r.document_id, r.ordinal as a, r.score as a_score,
@@ -43,10 +57,12 @@ as $$
       join sag.chunks c on c.id = e.id
      order by 8
 $$;
-comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer) is
+comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bigint[], float8, integer) is
     'DataFlow chunk recall and completion (seed §1.3 steps 6-7): chunk score = its best event''s score; the '
     'top_n chunks, plus the chunks between two of them of the same document at most max_gap apart (completed, '
-    'scored as the weaker neighbour); documents by best chunk, chunks in reading order (reading_order).';
+    'scored as the weaker neighbour); documents by best chunk, chunks in reading order (reading_order).  '
+    'text_weight > 0: the top_n of the weighted RRF of the chunks by event score (1 - text_weight) and '
+    'text_chunk_ids (text_weight) instead.';
 
 -- The DataFlow search (seed §8.2), one call:
 --   1. entities: sag.dataflow_query_entities (caller-given names, named keys, term keys, nearest keys);
@@ -61,6 +77,10 @@ comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer) is
 --   6. chunks: sag.dataflow_chunks of the events (top_n, completion up to max_gap).
 -- Returns jsonb: entities, type_weights, structured and vector lists, initial (RRF), hops (the activation trail),
 -- events (each factor of each score, best first), chunks (reading order, completed flagged), timings_ms.
+drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
+                                            float8, text[], float8[], float8, float8, integer, integer, integer,
+                                            integer, integer, integer, boolean, integer, float8, float8, float8,
+                                            float8, timestamptz);
 create or replace function sag.dataflow_search(
     query text,
     query_embedding vector,
@@ -88,7 +108,9 @@ create or replace function sag.dataflow_search(
     vector_share float8 default 0.4,
     ratio_share float8 default 0.4,
     decay_per_day float8 default 0.01,
-    now_at timestamptz default null)
+    now_at timestamptz default null,
+    text_weight float8 default 0.5,
+    time_basis text default 'event')
 returns jsonb
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -114,12 +136,17 @@ declare
     chunks jsonb;
     ev_ids bigint[];
     ev_scores float8[];
+    text_ids bigint[];
 begin
     perform sag._require(query_embedding is not null, 'sag.dataflow_search: query_embedding must not be NULL');
     perform sag._require(top_n >= 1, format('sag.dataflow_search: top_n must be >= 1, got %s', top_n));
     perform sag._require(cardinality(score_weights) = 4,
                          'sag.dataflow_search: score_weights must hold 4 weights (relevance, vector, time, preference)');
     perform sag._require(max_gap >= 0, format('sag.dataflow_search: max_gap must be >= 0, got %s', max_gap));
+    perform sag._require(text_weight >= 0 and text_weight < 1,
+                         format('sag.dataflow_search: text_weight must be in [0, 1), got %s', text_weight));
+    perform sag._require(time_basis in ('event', 'ingest'),
+                         format('sag.dataflow_search: time_basis must be event or ingest, got %s', time_basis));
     list_limit := coalesce(list_limit, 4 * top_n);       -- seed: sql_search/vector_search top_k * 2, top_k = 2 top_n
     initial_limit := coalesce(initial_limit, 2 * top_n); -- seed: hybrid_search(top_k = config.top_k * 2)
     now_at := coalesce(now_at, now());
@@ -204,7 +231,8 @@ begin
     factors as (
         select r.event_id, r.hop, e.chunk_id, r.activation as relevance,
                coalesce(nullif(greatest(0, 1 - (e.embedding <=> query_embedding)), 'NaN'::float8), 0) as similarity,
-               sag.dataflow_time_decay(coalesce(e.event_time, e.created_at), now_at, decay_per_day) as time_decay,
+               sag.dataflow_time_decay(case when time_basis = 'event' then coalesce(e.event_time, e.created_at)
+                                            else e.created_at end, now_at, decay_per_day) as time_decay,
                case when cardinality(coalesce(focus, '{}')) = 0 then 0.5
                     else sag.dataflow_preference(r.event_id, focus) end as preference
           from r join sag.events e on e.id = r.event_id),
@@ -217,10 +245,15 @@ begin
       from final f;
     timings := timings || jsonb_build_object('score', sag._ms_since(t));
 
-    -- 6. chunks
+    -- 6. chunks (fused with BM25's when text_weight > 0)
     t := clock_timestamp();
+    if text_weight > 0 then
+        select array_agg(b.chunk_id order by b.score desc, b.chunk_id) into text_ids
+          from sag.bm25_chunks(sag.query_terms(query, source_ids), source_ids, list_limit, max_postings => 2000) b;
+    end if;
     select coalesce(jsonb_agg(to_jsonb(c) order by c.reading_order), '[]') into chunks
-      from sag.dataflow_chunks(coalesce(ev_ids, '{}'), coalesce(ev_scores, '{}'), top_n, max_gap) c;
+      from sag.dataflow_chunks(coalesce(ev_ids, '{}'), coalesce(ev_scores, '{}'), top_n, max_gap,
+                               text_ids, text_weight, rrf_k) c;
     timings := timings || jsonb_build_object('chunks', sag._ms_since(t));
 
     return jsonb_build_object(
@@ -229,14 +262,14 @@ begin
         'hops', coalesce((select jsonb_agg(jsonb_build_object('hop', h.hop, 'events', h.events) order by h.hop)
                             from (select (x ->> 'hop')::integer as hop, jsonb_agg(x) as events
                                     from jsonb_array_elements(reached) x group by 1) h), '[]'),
-        'events', scored, 'chunks', chunks,
+        'events', scored, 'text', coalesce(to_jsonb(text_ids), '[]'), 'chunks', chunks,
         'timings_ms', timings || jsonb_build_object('sql_total', sag._ms_since(t0)));
 end;
 $$;
 comment on function sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
                                         float8, text[], float8[], float8, float8, integer, integer, integer, integer,
                                         integer, integer, boolean, integer, float8, float8, float8, float8,
-                                        timestamptz) is
+                                        timestamptz, float8, text) is
     'The DataFlow search (seed §8.2) in one call: the query''s entities (sag.dataflow_query_entities; '
     'entity_names/entity_types from the caller), the structured list (sag.dataflow_match) and the vector list '
     '(nearest events), weighted RRF (sag.dataflow_rrf: sql_weight, vector_weight, rrf_k), propagation '
