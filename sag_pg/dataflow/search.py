@@ -47,14 +47,14 @@ class DataflowParams:
     score_weights: tuple[float, float, float, float] = (0.3, 0.3, 0.2, 0.2)
     sql_weight: float = 0.5
     vector_weight: float = 0.5
-    max_frontier: int = 20
-    candidate_limit: int = 20
+    max_frontier: int = 10
+    candidate_limit: int = 10
     max_gap: int = 1
     use_terms: bool = True
     key_match_top_k: int = 5
     key_min_similarity: float = 0.6
     text_weight: float = 0.5
-    time_basis: str = "event"
+    time_basis: str = "ingest"
 
     def sql_arguments(self) -> dict[str, Any]:
         args = asdict(self)

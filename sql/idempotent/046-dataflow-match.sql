@@ -9,10 +9,11 @@
 --           question's words that are keys ("战役", "film"), which the capitals rule of named_keys misses;
 --   vector  the key_match_top_k keys nearest to the query embedding with similarity >= key_min_similarity
 --           (sag.match_keys; 0 = none).
+drop function if exists sag.dataflow_query_entities(text, vector, bigint[], text[], text[], boolean, integer, float8);
 create or replace function sag.dataflow_query_entities(
     query text, query_embedding vector default null, source_ids bigint[] default null,
     entity_names text[] default null, entity_types text[] default null, use_terms boolean default true,
-    key_match_top_k integer default 5, key_min_similarity float8 default 0.6)
+    key_match_top_k integer default 5, key_min_similarity float8 default 0.6, query_tokens text[] default null)
 returns table (key_id bigint, type text, name text, origin text)
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -30,7 +31,7 @@ as $$
         select k.id, 3, 'term'
           from sag.keys k
          where use_terms and k.value_string is not null
-           and k.normalized = any (sag.query_terms(query, source_ids))
+           and k.normalized = any (coalesce(query_tokens, sag.query_terms(query, source_ids)))
            and (source_ids is null or k.source_id = any (source_ids))
         union all
         select m.key_id, 4, 'vector'
@@ -40,10 +41,11 @@ as $$
       from found f join sag.keys k on k.id = f.id
      order by f.id, f.priority
 $$;
-comment on function sag.dataflow_query_entities(text, vector, bigint[], text[], text[], boolean, integer, float8) is
+comment on function sag.dataflow_query_entities(text, vector, bigint[], text[], text[], boolean, integer, float8,
+                                                text[]) is
     'The keys a question activates in DataFlow (seed §1.3 step 1): caller-given names (entity_names, optional '
-    'entity_types), the keys it names (sag.named_keys), keys equal to one of its terms (sag.query_terms, when '
-    'use_terms) and the key_match_top_k keys nearest to query_embedding with similarity >= key_min_similarity '
+    'entity_types), the keys it names (sag.named_keys), keys equal to one of its terms (query_tokens, NULL = '
+    'sag.query_terms; when use_terms) and the key_match_top_k keys nearest to query_embedding with similarity >= key_min_similarity '
     '(sag.match_keys).  origin says which.  Example: select * from sag.dataflow_query_entities(''Who married '
     'Marie Antoinette?'');';
 

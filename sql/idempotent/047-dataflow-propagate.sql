@@ -18,8 +18,8 @@
 create or replace function sag.dataflow_propagate(
     seed_event_ids bigint[], seed_activations float8[], source_ids bigint[] default null,
     type_weights jsonb default null, depth integer default 3, breadth integer default 5,
-    threshold float8 default 0.5, decay float8 default 0.8, max_frontier integer default 20,
-    candidate_limit integer default 20, max_key_events integer default null,
+    threshold float8 default 0.5, decay float8 default 0.8, max_frontier integer default 10,
+    candidate_limit integer default 10, max_key_events integer default null,
     vector_share float8 default 0.4, ratio_share float8 default 0.4)
 returns table (event_id bigint, hop integer, activation float8, parent_id bigint, relevance float8,
                match_ratio float8, score float8)

@@ -99,8 +99,8 @@ create or replace function sag.dataflow_search(
     rrf_k integer default 60,
     list_limit integer default null,
     initial_limit integer default null,
-    max_frontier integer default 20,
-    candidate_limit integer default 20,
+    max_frontier integer default 10,
+    candidate_limit integer default 10,
     max_gap integer default 1,
     use_terms boolean default true,
     key_match_top_k integer default 5,
@@ -110,7 +110,7 @@ create or replace function sag.dataflow_search(
     decay_per_day float8 default 0.01,
     now_at timestamptz default null,
     text_weight float8 default 0.5,
-    time_basis text default 'event')
+    time_basis text default 'ingest')
 returns jsonb
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -137,6 +137,7 @@ declare
     ev_ids bigint[];
     ev_scores float8[];
     text_ids bigint[];
+    tokens text[];
 begin
     perform sag._require(query_embedding is not null, 'sag.dataflow_search: query_embedding must not be NULL');
     perform sag._require(top_n >= 1, format('sag.dataflow_search: top_n must be >= 1, got %s', top_n));
@@ -159,8 +160,9 @@ begin
          where source_ids is null or s.id = any (source_ids);
     end if;
 
-    -- 1. the query's entities
+    -- 1. the query's entities (and its terms, for the term keys and BM25)
     t := clock_timestamp();
+    tokens := sag.query_terms(query, source_ids);
     select coalesce(jsonb_agg(jsonb_build_object('key_id', e.key_id, 'type', e.type, 'name', e.name,
                                                  'origin', e.origin, 'hub', k.event_count > hub,
                                                  'weight', sag._dataflow_type_weight(e.type, weights))
@@ -168,7 +170,7 @@ begin
            array_agg(e.key_id order by e.key_id)
       into entities, q_keys
       from sag.dataflow_query_entities(query, query_embedding, source_ids, entity_names, entity_types, use_terms,
-                                       key_match_top_k, key_min_similarity) e
+                                       key_match_top_k, key_min_similarity, tokens) e
       join sag.keys k on k.id = e.key_id;
     timings := timings || jsonb_build_object('entities', sag._ms_since(t));
 
@@ -249,7 +251,7 @@ begin
     t := clock_timestamp();
     if text_weight > 0 then
         select array_agg(b.chunk_id order by b.score desc, b.chunk_id) into text_ids
-          from sag.bm25_chunks(sag.query_terms(query, source_ids), source_ids, list_limit, max_postings => 2000) b;
+          from sag.bm25_chunks(tokens, source_ids, list_limit, max_postings => 2000) b;
     end if;
     select coalesce(jsonb_agg(to_jsonb(c) order by c.reading_order), '[]') into chunks
       from sag.dataflow_chunks(coalesce(ev_ids, '{}'), coalesce(ev_scores, '{}'), top_n, max_gap,
