@@ -55,6 +55,7 @@ class DataflowParams:
     key_min_similarity: float = 0.6
     text_weight: float = 0.5
     time_basis: str = "ingest"
+    text_seeds: bool = False
 
     def sql_arguments(self) -> dict[str, Any]:
         args = asdict(self)

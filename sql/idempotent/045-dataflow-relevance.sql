@@ -36,6 +36,22 @@ language sql immutable parallel safe
 set search_path = pg_catalog, pg_temp
 as $$ select coalesce((type_weights ->> key_type)::float8, 1.0) $$;
 
+-- The type a name counts under in DataFlow: the type of its key with most events other than topic, topic only
+-- when it has no other key.  The rule extractor makes a document's title a topic key of every event of the
+-- document ("subject"), while sentences of other documents give the same name as a person or location key; the
+-- seed's LLM types an entity once.  Without this, "Ada Lovelace" the subject and "Ada Lovelace" the person
+-- would be two entities and the bridge between the two documents would not exist.
+create or replace function sag._dataflow_entity_type(source_id bigint, normalized text, key_type text)
+returns text
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select coalesce((select k.type from sag.keys k
+                      where k.source_id = _dataflow_entity_type.source_id
+                        and k.normalized = _dataflow_entity_type.normalized and k.type <> 'topic'
+                      order by k.event_count desc, k.id limit 1), key_type)
+$$;
+
 -- Relevance of many (left, right) pairs of key sets at once (seed §4.2 calculate_relevance and
 -- calculate_entity_similarity).  An "owner" is an event id or any other label (the query's entities are owner
 -- 0 in sag.dataflow_search); member_owner/member_key list each owner's keys.  Names are compared by
@@ -56,11 +72,17 @@ returns table (left_id bigint, right_id bigint, relevance float8, match_ratio fl
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-    with members as materialized (
-        select distinct on (u.owner, k.type, k.normalized) u.owner, k.type, k.normalized, k.embedding
+    with typed as (
+        -- A name is one entity whatever type a key of it was given: its type is the one of its non-topic keys
+        -- with most events, topic only when it has no other (see sag._dataflow_entity_type).
+        select u.owner, sag._dataflow_entity_type(k.source_id, k.normalized, k.type) as type, k.normalized,
+               k.embedding, k.id
           from unnest(member_owner, member_key) as u(owner, key_id)
-          join sag.keys k on k.id = u.key_id
-         order by u.owner, k.type, k.normalized, k.id),
+          join sag.keys k on k.id = u.key_id),
+    members as materialized (
+        select distinct on (t.owner, t.type, t.normalized) t.owner, t.type, t.normalized, t.embedding
+          from typed t
+         order by t.owner, t.type, t.normalized, t.id),
     owner_types as (
         select m.owner, m.type, count(*) as n from members m group by m.owner, m.type),
     pairs as (

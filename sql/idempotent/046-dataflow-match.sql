@@ -77,11 +77,13 @@ begin
     perform sag._require(ratio_share between 0 and 1,
                          format('sag.dataflow_match: ratio_share must be in [0, 1], got %s', ratio_share));
     select array_agg(x.event_id order by x.types desc, x.keys desc, x.event_id) into cand
-      from (select ek.event_id, count(distinct k.type) as types, count(*) as keys
-              from sag.keys k
+      from (select ek.event_id, count(distinct k0.type) as types, count(*) as keys
+              from sag.keys k0
+              -- the same name under any type (sag._dataflow_entity_type)
+              join sag.keys k on k.source_id = k0.source_id and k.normalized = k0.normalized
               join sag.event_keys ek on ek.key_id = k.id
               join sag.events e on e.id = ek.event_id
-             where k.id = any (coalesce(entity_keys, '{}'))
+             where k0.id = any (coalesce(entity_keys, '{}'))
                and k.event_count <= hub
                and (source_ids is null or e.source_id = any (source_ids))
              group by ek.event_id

@@ -68,10 +68,13 @@ begin
           from (select x.parent, x.child,
                        row_number() over (partition by x.parent order by x.types desc, x.keys desc, x.child) as rn
                   from (select ek.event_id as parent, other.event_id as child,
-                               count(distinct k.type) as types, count(*) as keys
+                               count(distinct k0.type) as types, count(*) as keys
                           from sag.event_keys ek
-                          join sag.keys k on k.id = ek.key_id and k.event_count <= hub
-                          join sag.event_keys other on other.key_id = ek.key_id
+                          join sag.keys k0 on k0.id = ek.key_id
+                          -- the same name under any type (sag._dataflow_entity_type)
+                          join sag.keys k on k.source_id = k0.source_id and k.normalized = k0.normalized
+                                         and k.event_count <= hub
+                          join sag.event_keys other on other.key_id = k.id
                           join sag.events e on e.id = other.event_id
                          where ek.event_id = any (f_ids)
                            and other.event_id <> all (visited)

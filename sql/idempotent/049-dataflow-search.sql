@@ -81,6 +81,10 @@ drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text
                                             float8, text[], float8[], float8, float8, integer, integer, integer,
                                             integer, integer, integer, boolean, integer, float8, float8, float8,
                                             float8, timestamptz);
+drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
+                                            float8, text[], float8[], float8, float8, integer, integer, integer,
+                                            integer, integer, integer, boolean, integer, float8, float8, float8,
+                                            float8, timestamptz, float8, text);
 create or replace function sag.dataflow_search(
     query text,
     query_embedding vector,
@@ -110,7 +114,8 @@ create or replace function sag.dataflow_search(
     decay_per_day float8 default 0.01,
     now_at timestamptz default null,
     text_weight float8 default 0.5,
-    time_basis text default 'ingest')
+    time_basis text default 'ingest',
+    text_seeds boolean default false)
 returns jsonb
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -184,6 +189,23 @@ begin
               from sag.dataflow_match(coalesce(q_keys, '{}'), source_ids, weights, hub, top_k => list_limit,
                                       vector_share => vector_share, ratio_share => ratio_share) x) m;
     timings := timings || jsonb_build_object('structured', sag._ms_since(t));
+    -- The full-text list (BM25 chunks, sag.bm25_chunks): fused into the chunk ranking (step 6) when text_weight
+    -- > 0; with text_seeds its chunks' events join the structured list (RRF, equal weights) before step 3.
+    t := clock_timestamp();
+    if text_weight > 0 or text_seeds then
+        select array_agg(b.chunk_id order by b.score desc, b.chunk_id) into text_ids
+          from sag.bm25_chunks(tokens, source_ids, list_limit, max_postings => 2000) b;
+    end if;
+    if text_seeds and text_ids is not null then
+        select array_agg(f.id order by f.score desc, f.first_rank nulls last, f.second_rank nulls last, f.id) into s_ids
+          from sag.dataflow_rrf(coalesce(s_ids, '{}'),
+                                (select array_agg(e.id order by t.n, e.ordinal, e.id)
+                                   from unnest(text_ids) with ordinality as t(chunk_id, n)
+                                   join sag.events e on e.chunk_id = t.chunk_id),
+                                0.5, 0.5, rrf_k) f;
+        s_ids := s_ids[1:list_limit];
+    end if;
+    timings := timings || jsonb_build_object('text', sag._ms_since(t));
     t := clock_timestamp();
     select coalesce(jsonb_agg(jsonb_build_object('event_id', v.event_id,
                                                  'similarity', greatest(0, 1 - v.distance)) order by v.distance, v.event_id), '[]'),
@@ -249,10 +271,6 @@ begin
 
     -- 6. chunks (fused with BM25's when text_weight > 0)
     t := clock_timestamp();
-    if text_weight > 0 then
-        select array_agg(b.chunk_id order by b.score desc, b.chunk_id) into text_ids
-          from sag.bm25_chunks(tokens, source_ids, list_limit, max_postings => 2000) b;
-    end if;
     select coalesce(jsonb_agg(to_jsonb(c) order by c.reading_order), '[]') into chunks
       from sag.dataflow_chunks(coalesce(ev_ids, '{}'), coalesce(ev_scores, '{}'), top_n, max_gap,
                                text_ids, text_weight, rrf_k) c;
@@ -271,7 +289,7 @@ $$;
 comment on function sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
                                         float8, text[], float8[], float8, float8, integer, integer, integer, integer,
                                         integer, integer, boolean, integer, float8, float8, float8, float8,
-                                        timestamptz, float8, text) is
+                                        timestamptz, float8, text, boolean) is
     'The DataFlow search (seed §8.2) in one call: the query''s entities (sag.dataflow_query_entities; '
     'entity_names/entity_types from the caller), the structured list (sag.dataflow_match) and the vector list '
     '(nearest events), weighted RRF (sag.dataflow_rrf: sql_weight, vector_weight, rrf_k), propagation '
