@@ -63,3 +63,12 @@ def test_cli_dataflow(db_dsn: str, tmp_path: Path) -> None:
     assert explained.exit_code == 0 and "activation per hop" in explained.output, explained.output
     bad = CliRunner().invoke(cli, ["search", "Babbage", "--strategy", "dataflow", "--breadth", "0"], env=env)
     assert bad.exit_code == 2
+
+
+def test_bench_scale_times_dataflow(db_dsn: str) -> None:
+    result = CliRunner().invoke(cli, ["--dsn", db_dsn, "bench-scale", "--events", "300", "--dim", "4",
+                                      "--queries", "2", "--strategy", "dataflow", "--json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)["runs"][0]
+    assert run["strategy"] == "dataflow" and run["search_p50_ms"] > 0
+    assert "sql_propagate" in run["stage_p50_ms"]

@@ -103,12 +103,12 @@ def test_dataflow_search_scores_and_trail(db_conn: psycopg.Connection, graph: di
     assert (best["relevance"], best["similarity"], best["time_decay"], best["preference"]) == \
         pytest.approx((1, 1, 1, 0.5), abs=1e-6)
     assert best["score"] == pytest.approx(0.9, abs=1e-6)
-    assert [h["hop"] for h in out["hops"]][0] == 0
+    assert out["hops"][0]["hop"] == 0
     assert {"entities", "structured", "vector", "initial", "hops", "events", "chunks", "timings_ms"} <= set(out)
 
 
 def test_time_decay_preference_score_and_rrf(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
-    one = lambda sql, *args: db_conn.execute(sql, list(args)).fetchone()[0]  # noqa: E731
+    one = lambda sql, *args: db_conn.execute(sql, list(args)).fetchone()[0]
     # e^(-0.01 * 100): whole days, so 100.9 days count as 100; a time in the future counts as now.
     assert one("select sag.dataflow_time_decay(now() - interval '100 days 21 hours')") == pytest.approx(math.exp(-1))
     assert one("select sag.dataflow_time_decay(now() + interval '3 days')") == 1.0
@@ -129,7 +129,7 @@ def test_time_decay_preference_score_and_rrf(db_conn: psycopg.Connection, graph:
     topic = g.key(graph["source"], "战役", None, type="topic")
     tag = g.key(graph["source"], "三国", None, type="tag")
     g.links(graph["e0"], topic, tag)
-    pref = lambda focus: one("select sag.dataflow_preference(%s, %s)", graph["e0"], focus)  # noqa: E731
+    pref = lambda focus: one("select sag.dataflow_preference(%s, %s)", graph["e0"], focus)
     assert (pref(["战役"]), pref(["三国"]), pref(["战役", "三国"]), pref(["x"]), pref([])) == \
         pytest.approx((0.8, 0.7, 1.0, 0.5, 0.5))
 
