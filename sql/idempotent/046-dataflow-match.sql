@@ -9,7 +9,6 @@
 --           question's words that are keys ("战役", "film"), which the capitals rule of named_keys misses;
 --   vector  the key_match_top_k keys nearest to the query embedding with similarity >= key_min_similarity
 --           (sag.match_keys; 0 = none).
-drop function if exists sag.dataflow_query_entities(text, vector, bigint[], text[], text[], boolean, integer, float8);
 create or replace function sag.dataflow_query_entities(
     query text, query_embedding vector default null, source_ids bigint[] default null,
     entity_names text[] default null, entity_types text[] default null, use_terms boolean default true,

@@ -8,7 +8,6 @@
 -- With text_weight > 0 the recalled chunks are instead the top_n of the weighted RRF (sag.dataflow_rrf, k =
 -- rrf_k) of the chunks by event score (weight 1 - text_weight) and text_chunk_ids (weight text_weight), a
 -- ranked lexical list (sag.dataflow_search passes BM25's), and a chunk's score is its RRF score.
-drop function if exists sag.dataflow_chunks(bigint[], float8[], integer, integer);
 create or replace function sag.dataflow_chunks(event_ids bigint[], event_scores float8[], top_n integer default 10,
                                                max_gap integer default 1, text_chunk_ids bigint[] default null,
                                                text_weight float8 default 0, rrf_k integer default 60)
@@ -77,14 +76,6 @@ comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bi
 --   6. chunks: sag.dataflow_chunks of the events (top_n, completion up to max_gap).
 -- Returns jsonb: entities, type_weights, structured and vector lists, initial (RRF), hops (the activation trail),
 -- events (each factor of each score, best first), chunks (reading order, completed flagged), timings_ms.
-drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
-                                            float8, text[], float8[], float8, float8, integer, integer, integer,
-                                            integer, integer, integer, boolean, integer, float8, float8, float8,
-                                            float8, timestamptz);
-drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
-                                            float8, text[], float8[], float8, float8, integer, integer, integer,
-                                            integer, integer, integer, boolean, integer, float8, float8, float8,
-                                            float8, timestamptz, float8, text);
 create or replace function sag.dataflow_search(
     query text,
     query_embedding vector,
