@@ -28,6 +28,7 @@ from .llm import LLM, make_llm
 if TYPE_CHECKING:
     from .answer import Answer
     from .cluster import ClusterParams, ClusterResult, EventSelection
+    from .dataflow import DataflowParams
     from .ingest.extractors import Extractor
     from .ingest.runner import DocumentCallback, IngestReport
     from .search.result import SearchResult
@@ -143,8 +144,10 @@ class SAG:
 
     def search(self, query: str, *, keys: Sequence[str] | None = None, sql: str | None = None,
                mode: str = "fast", source: str | Sequence[str] | None = DEFAULT_SOURCE, top_n: int = 10,
-               params: RetrievalParams | None = None, use_pagerank: bool = True) -> SearchResult:
-        """The atomic search of sag-algorithm §3.1.
+               params: RetrievalParams | None = None, use_pagerank: bool = True, strategy: str = "sag",
+               dataflow: DataflowParams | None = None) -> SearchResult:
+        """The atomic search of sag-algorithm §3.1 (``strategy="sag"``), or DataFlow activation
+        (``strategy="dataflow"``, tuned by ``dataflow``; the result carries its explain ``trail``).
 
         ``mode``: ``fast`` (no LLM) or ``normal`` (the LLM rewrites the question and names its keys first).
         ``keys``: key names to start from instead of the query's nearest keys. ``sql``: a restriction over
@@ -155,6 +158,11 @@ class SAG:
         from .search.engine import search as fast_search
         from .search.normal import rewrite_query
 
+        if strategy not in ("sag", "dataflow"):
+            raise QueryError(f"unknown search strategy {strategy!r}: use sag or dataflow")
+        if strategy == "dataflow" and dataflow is None:
+            from .dataflow import DataflowParams as default_dataflow
+            dataflow = default_dataflow()
         if mode not in ("fast", "normal"):
             raise QueryError(f"unknown search mode {mode!r}: use fast or normal (deep is `ask --mode deep`)")
         sources = [source] if isinstance(source, str) else (list(source) if source is not None else None)
@@ -168,7 +176,8 @@ class SAG:
                 conn.commit()
                 query, keys = rewrite.query, list(keys or []) + rewrite.keys
             result = fast_search(conn, self.embedder, query, keys=keys, sql=sql, sources=sources, top_n=top_n,
-                                 params=params, use_pagerank=use_pagerank)
+                                 params=params, use_pagerank=use_pagerank,
+                                 dataflow=dataflow if strategy == "dataflow" else None)
         if rewrite is not None:
             result.timings_ms["rewrite"] = rewrite.seconds * 1000.0
             result.rewrite = rewrite

@@ -4,7 +4,9 @@
   including embedding and tokenizing the question and opening its connection, as a user calls it;
 - ``bm25``: ``sag.bm25_chunks`` — BM25 (Lucene variant, k1 1.2, b 0.75) in SQL over the stored tokens;
 - ``dense``: ``sag.dense_chunks`` — pgvector HNSW top-k over the chunk embeddings;
-- ``hybrid``: ``sag.hybrid_chunks`` — reciprocal-rank fusion (k = 60) of the two in SQL.
+- ``hybrid``: ``sag.hybrid_chunks`` — reciprocal-rank fusion (k = 60) of the two in SQL;
+- ``dataflow``: ``SAG.search(question, source=..., top_n=top_k, strategy="dataflow")``: DataFlow activation
+  (sag_pg.dataflow), as a user calls it.
 
 The baselines get the same query embedding (``embed_queries(embedder, [question])[0]``: with the model's query
 prefix, as SAG; sent in binary) and tokens
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["METHODS", "Method", "PreparedQuery", "open_methods", "parse_methods", "prepare_query"]
 
-METHODS = ("sag", "bm25", "dense", "hybrid")
+METHODS = ("sag", "bm25", "dense", "hybrid", "dataflow")
 
 
 @dataclass(frozen=True)
@@ -87,5 +89,7 @@ def open_methods(sag: SAG, names: Sequence[str], *, source: str) -> Iterator[dic
             "bm25": lambda q, k: uris(_BM25, [q.tokens, source_ids, k]),
             "dense": lambda q, k: uris(_DENSE, [q.embedding, source_ids, k]),
             "hybrid": lambda q, k: uris(_HYBRID, [q.embedding, q.tokens, source_ids, k]),
+            "dataflow": lambda q, k: [hit.document_uri for hit in
+                                      sag.search(q.question, source=source, top_n=k, strategy="dataflow").chunks],
         }
         yield {name: available[name] for name in names}

@@ -86,7 +86,7 @@ def format_scale(results: Sequence[ScaleResult]) -> str:
             f"{r.peak_rss_mb:>7,.0f}")
     for r in results:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in r.stage_p50_ms.items())
-        lines.append(f"{r.events:,} events (dim {r.dim}): corpus generated in {r.generate_seconds:.1f} s "
+        lines.append(f"{r.events:,} events (dim {r.dim}, {r.strategy} search): corpus generated in {r.generate_seconds:.1f} s "
                      f"({_mb(r.spool_bytes)} of COPY files, before the timed load); "
                      f"fast-search stage p50 ms: {stages}"
                      + (f"; kept database {r.database}" if r.database else ""))

@@ -37,6 +37,7 @@ from psycopg import sql
 from ..config import Settings
 from ..db import migrate, tuning
 from ..db.connection import resolve_dsn
+from ..dataflow.search import dataflow_search
 from ..search.retrieve import retrieve
 from .database import bench_database_name, temporary_database
 from .metrics import percentile
@@ -90,6 +91,7 @@ select ek.event_id, k.name, k.embedding
 class ScaleResult:
     events: int
     dim: int
+    strategy: str = "sag"          # the search timed: sag (sag.retrieve) or dataflow (sag.dataflow_search)
     chunks: int = 0
     keys: int = 0
     event_keys: int = 0
@@ -319,6 +321,7 @@ def measure(dsn: str, config: SynthConfig, result: ScaleResult, *, queries: int 
     repeated query rather than a new one (1 M events: probe p50 4.8-5.0 ms so, 6.1-7.5 ms with its own
     vectors or run before the search; the search itself the same).
     """
+    search = dataflow_search if result.strategy == "dataflow" else retrieve
     with psycopg.connect(dsn, autocommit=True) as conn, psycopg.connect(dsn, autocommit=True) as probe:
         register_vector(conn)
         register_vector(probe)
@@ -333,7 +336,7 @@ def measure(dsn: str, config: SynthConfig, result: ScaleResult, *, queries: int 
         stages: dict[str, list[float]] = {}
         for i, ((vector, tokens), probe_vector) in enumerate(zip(asked, probed_with)):
             started = time.perf_counter()
-            found = retrieve(conn, " ".join(tokens), vector, source_ids=[SOURCE_ID], top_n=10)
+            found = search(conn, " ".join(tokens), vector, source_ids=[SOURCE_ID], top_n=10)
             searched = time.perf_counter()
             probe.execute(_PROBE, [probe_vector]).fetchall()
             probed = time.perf_counter()
@@ -355,12 +358,14 @@ def peak_rss_mb() -> float:
 
 
 def run_scale(settings: Settings, config: SynthConfig, *, queries: int = 50, keep: bool = False, workers: int = 2,
-              spool_dir: Path | None = None, progress: Progress = lambda stage, done, total: None) -> ScaleResult:
+              spool_dir: Path | None = None, progress: Progress = lambda stage, done, total: None,
+              strategy: str = "sag") -> ScaleResult:
     """Load ``config`` into ``sag_bench_scale_<events>_<pid>`` on the configured server and measure it."""
     name = f"scale_{config.events}"
     with temporary_database(resolve_dsn(settings), name, keep=keep) as dsn:
         migrate.upgrade(dsn)
         result = load(dsn, config, progress, workers=workers, spool_dir=spool_dir)
+        result.strategy = strategy
         measure(dsn, config, result, queries=queries, progress=progress)
     result.peak_rss_mb = peak_rss_mb()
     result.database = bench_database_name(name) if keep else None

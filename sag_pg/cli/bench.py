@@ -144,11 +144,13 @@ def bench(ctx: click.Context, dirs: tuple[Path, ...], methods: str, ks: list[int
               help="Where the generated corpus is written before the load (default: the system's temporary "
                    "directory; ~3.5 GB at 1 M events and dimension 512).")
 @click.option("--keep", is_flag=True, help="Keep the databases instead of dropping them.")
+@click.option("--strategy", type=click.Choice(["sag", "dataflow"]), default="sag", show_default=True,
+              help="The search timed: SAG's retrieval or DataFlow activation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.pass_context
 def bench_scale(ctx: click.Context, sizes: list[int], dim: int, queries: int, seed: int, workers: int,
-                spool_dir: Path | None, keep: bool, as_json: bool, quiet: bool) -> None:
+                spool_dir: Path | None, keep: bool, strategy: str, as_json: bool, quiet: bool) -> None:
     """Bulk-load a synthetic corpus (Zipf key popularity) and time fast search against plain HNSW.
 
     Per size: the corpus is generated into COPY files first (timed apart), then the bulk-load rate
@@ -170,7 +172,8 @@ def bench_scale(ctx: click.Context, sizes: list[int], dim: int, queries: int, se
         started = time.perf_counter()
         with _progress(not (quiet or as_json), f"{events:,} events") as progress:
             result = run_scale(app.settings, SynthConfig(events=events, dim=dim, seed=seed), queries=queries,
-                               keep=keep, workers=workers, spool_dir=spool_dir, progress=progress)
+                               keep=keep, workers=workers, spool_dir=spool_dir, progress=progress,
+                               strategy=strategy)
         results.append(result)
         if not (quiet or as_json):
             click.echo(f"{events:,} events done in {time.perf_counter() - started:.0f} s", err=True)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ._common import AppContext, echo_json, pass_app
+from .dataflow_trail import print_trail, search_arguments
 
 
 @click.command()
@@ -23,9 +24,15 @@ from ._common import AppContext, echo_json, pass_app
 @click.option("--sql", help="Restriction, e.g. \"key.type = 'time' AND key.value_number >= 2000\".")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--explain", is_flag=True, help="Show the keys of every hop and each chunk's score components.")
+@click.option("--strategy", type=click.Choice(["sag", "dataflow"]), default="sag", show_default=True,
+              help="sag: SAG's retrieval. dataflow: DataFlow activation (docs/retrieval.md).")
+@click.option("--depth", type=click.IntRange(min=0), help="dataflow: hops of the propagation [default: 3].")
+@click.option("--breadth", type=click.IntRange(min=1), help="dataflow: events kept per event and hop [default: 5].")
+@click.option("--focus", multiple=True, help="dataflow: a preferred topic or tag (repeatable).")
 @pass_app
 def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all_sources: bool, top_n: int,
-           keys: tuple[str, ...], sql: str | None, as_json: bool, explain: bool) -> None:
+           keys: tuple[str, ...], sql: str | None, as_json: bool, explain: bool, strategy: str,
+           depth: int | None, breadth: int | None, focus: tuple[str, ...]) -> None:
     """Search the knowledge base.
 
     Example:
@@ -33,7 +40,8 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
         sag-pg search "Who did Ada Lovelace work with?" --top-n 5 --explain
     """
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
-    result = app.sag().search(query, keys=list(keys) or None, sql=sql, mode=mode, source=source, top_n=top_n)
+    result = app.sag().search(query, keys=list(keys) or None, sql=sql, mode=mode, source=source, top_n=top_n,
+                              **search_arguments(strategy, depth, breadth, focus))
     if as_json:
         data = result.to_dict()
         rewrite = getattr(result, "rewrite", None)
@@ -70,5 +78,7 @@ def print_result(console: Console, result: Any, *, explain: bool = False, width:
         for key in sorted(result.keys, key=lambda k: (k.step, -k.weight)):
             table.add_row(str(key.step), f"{key.weight:.3f}", key.type, str(key.name))
         console.print(table)
+    if explain and getattr(result, "trail", None):
+        print_trail(console, result.trail)
     if explain:
         console.print("[dim]" + "  ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items()) + "[/dim]")

@@ -17,6 +17,7 @@ from .result import SearchResult
 from .retrieve import RetrievalParams, retrieve
 
 if TYPE_CHECKING:
+    from ..dataflow.search import DataflowParams
     from ..embedders.base import Embedder
 
 SEARCH_TIMEOUT_MS = 30_000
@@ -41,8 +42,10 @@ def seed_keys(conn: psycopg.Connection, embedder: Embedder, keys: Sequence[str],
 
 def search(conn: psycopg.Connection, embedder: Embedder, query: str, *, keys: Sequence[str] | None = None,
            sql: str | None = None, sources: Sequence[str] | None = None, top_n: int = 10,
-           params: RetrievalParams | None = None, use_pagerank: bool = True) -> SearchResult:
-    """Fast mode: no LLM. ``keys`` (names) replace the query's own key matching as stage-1 seeds."""
+           params: RetrievalParams | None = None, use_pagerank: bool = True,
+           dataflow: DataflowParams | None = None) -> SearchResult:
+    """Fast mode: no LLM. ``keys`` (names) replace the query's own key matching as stage-1 seeds.
+    ``dataflow``: run the DataFlow strategy instead (sag_pg.dataflow), ``keys`` as its first entities."""
     if not query or not query.strip():
         raise QueryError("the query is empty")
     if top_n < 1:
@@ -55,11 +58,25 @@ def search(conn: psycopg.Connection, embedder: Embedder, query: str, *, keys: Se
     db.read_only_session(conn, statement_timeout_ms=SEARCH_TIMEOUT_MS)
     source_ids = resolve_sources(conn, sources)
     conn.commit()
+    if dataflow is not None:
+        return _dataflow(conn, query, embedding, source_ids, keys, sql, top_n, dataflow)
     seeds = seed_keys(conn, embedder, keys, source_ids) if keys else None
     allowed = allowed_events(conn, restriction, source_ids) if restriction else None
     kwargs: dict[str, Any] = {"allowed": allowed} if allowed is not None else {}
     try:
         return retrieve(conn, query, embedding, source_ids=source_ids, seed_keys=seeds, top_n=top_n,
                         params=params or RetrievalParams(), use_pagerank=use_pagerank, **kwargs)
+    except psycopg.errors.QueryCanceled as exc:
+        raise QueryError(f"search exceeded {SEARCH_TIMEOUT_MS / 1000:.0f} s and was cancelled") from exc
+
+
+def _dataflow(conn: psycopg.Connection, query: str, embedding: np.ndarray, source_ids: list[int] | None,
+              keys: Sequence[str] | None, sql: str | None, top_n: int, params: DataflowParams) -> SearchResult:
+    from ..dataflow.search import dataflow_search
+
+    if sql:
+        raise QueryError("the sql restriction is not supported by the dataflow strategy")
+    try:
+        return dataflow_search(conn, query, embedding, source_ids=source_ids, top_n=top_n, keys=keys, params=params)
     except psycopg.errors.QueryCanceled as exc:
         raise QueryError(f"search exceeded {SEARCH_TIMEOUT_MS / 1000:.0f} s and was cancelled") from exc

@@ -1,0 +1,44 @@
+"""`sag-pg search --strategy dataflow`: its options turned into SAG.search arguments, and its explain trail
+(the question's entities, the activation of every hop, each factor of each event's score) printed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def search_arguments(strategy: str, depth: int | None, breadth: int | None,
+                     focus: tuple[str, ...]) -> dict[str, Any]:
+    """The strategy-specific keyword arguments of SAG.search (none for sag)."""
+    if strategy != "dataflow":
+        return {}
+    from ..dataflow import DataflowParams
+
+    defaults = DataflowParams()
+    return {"strategy": "dataflow", "dataflow": DataflowParams(
+        depth=defaults.depth if depth is None else depth, breadth=defaults.breadth if breadth is None else breadth,
+        focus=tuple(focus) or None)}
+
+
+def print_trail(console: Console, trail: dict[str, Any], *, events: int = 15) -> None:
+    entities = ", ".join(f"{e['name']} ({e['type']}, {e['origin']}{', hub' if e.get('hub') else ''})"
+                         for e in trail.get("entities", []))
+    console.print(f"[dim]entities:[/dim] {entities or '-'}", highlight=False)
+    hops = Table(title="activation per hop", show_lines=False)
+    for column in ("hop", "events", "max activation", "parents"):
+        hops.add_column(column)
+    for hop in trail.get("hops", []):
+        reached = hop["events"]
+        parents = sorted({e["parent_id"] for e in reached if e.get("parent_id") is not None})
+        hops.add_row(str(hop["hop"]), str(len(reached)), f"{max(e['activation'] for e in reached):.3f}",
+                     ", ".join(map(str, parents[:8])) + (" …" if len(parents) > 8 else ""))
+    console.print(hops)
+    scores = Table(title="event scores (relevance·w1 + similarity·w2 + time·w3 + preference·w4)", show_lines=False)
+    for column in ("event", "hop", "relevance", "similarity", "time", "preference", "score"):
+        scores.add_column(column)
+    for e in trail.get("events", [])[:events]:
+        scores.add_row(str(e["event_id"]), str(e["hop"]), f"{e['relevance']:.3f}", f"{e['similarity']:.3f}",
+                       f"{e['time_decay']:.3f}", f"{e['preference']:.2f}", f"{e['score']:.3f}")
+    console.print(scores)

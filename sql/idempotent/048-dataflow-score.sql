@@ -1,0 +1,81 @@
+-- DataFlow activation, part 4: the four-factor score (seed §7) and weighted reciprocal rank fusion (seed §8.1).
+-- Re-applied on every upgrade.
+
+-- Time decay (seed §7.2 calculate_time_decay): e^(-λ t), t = whole days from `at` to `now_at` (the seed's
+-- timedelta.days), λ = decay_per_day (seed 0.01).  A time in the future counts as today (1.0).
+create or replace function sag.dataflow_time_decay(at timestamptz, now_at timestamptz default now(),
+                                                   decay_per_day float8 default 0.01)
+returns float8
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    -- exp underflows below e^-745: a time centuries back decays to e^-700 (0 for every purpose).
+    select exp(-least(700, decay_per_day * greatest(0, floor(extract(epoch from now_at - at) / 86400))))::float8
+$$;
+comment on function sag.dataflow_time_decay(timestamptz, timestamptz, float8) is
+    'DataFlow time decay (seed §7.2): exp(-decay_per_day * whole days from at to now_at), 1 for a time not in '
+    'the past.  sag.dataflow_search passes an event''s event_time, else its created_at (ingest time).  '
+    'Example: select sag.dataflow_time_decay(now() - interval ''100 days'');  -- e^-1';
+
+-- User preference (seed §7.2 calculate_preference_score): 0.5, + 0.3 when a focus name is one of the event's
+-- topic keys, + 0.2 when one is one of its tag keys, at most 1.  Focus names are compared folded
+-- (sag._fold_word) with the keys' normalized names.
+create or replace function sag.dataflow_preference(event_id bigint, focus text[])
+returns float8
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select least(1.0, 0.5
+               + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.id = ek.key_id
+                                    where ek.event_id = dataflow_preference.event_id and k.type = 'topic'
+                                      and k.normalized in (select sag._fold_word(f) from unnest(focus) f))
+                      then 0.3 else 0 end
+               + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.id = ek.key_id
+                                    where ek.event_id = dataflow_preference.event_id and k.type = 'tag'
+                                      and k.normalized in (select sag._fold_word(f) from unnest(focus) f))
+                      then 0.2 else 0 end)::float8
+$$;
+comment on function sag.dataflow_preference(bigint, text[]) is
+    'DataFlow preference (seed §7.2): 0.5 + 0.3 if a focus name is one of the event''s topic keys + 0.2 if one '
+    'is one of its tag keys, capped at 1.  sag.dataflow_search takes focus from the call, else from the '
+    'sources'' config -> focus.  Example: select sag.dataflow_preference(1, array[''战役'']);';
+
+-- The final score (seed §7.1): w1 relevance + w2 vector similarity + w3 time decay + w4 preference,
+-- weights (0.3, 0.3, 0.2, 0.2) by default.
+create or replace function sag.dataflow_score(relevance float8, similarity float8, time_decay float8,
+                                              preference float8, weights float8[] default '{0.3,0.3,0.2,0.2}')
+returns float8
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select weights[1] * coalesce(relevance, 0) + weights[2] * coalesce(similarity, 0)
+         + weights[3] * coalesce(time_decay, 0) + weights[4] * coalesce(preference, 0)
+$$;
+comment on function sag.dataflow_score(float8, float8, float8, float8, float8[]) is
+    'DataFlow''s four-factor score (seed §7.1): weights[1] relevance + weights[2] vector similarity + weights[3] '
+    'time decay + weights[4] preference; default weights 0.3, 0.3, 0.2, 0.2.  Example: select '
+    'sag.dataflow_score(0.5, 0.8, 1, 0.5);  -- 0.69';
+
+-- Weighted reciprocal rank fusion (seed §8.1 reciprocal_rank_fusion): score(x) = Σ_i weight_i / (k + rank_i(x))
+-- over the lists holding x (ranks from 1); ties by the first list's rank, then the second's, then id.
+create or replace function sag.dataflow_rrf(first_ids bigint[], second_ids bigint[],
+                                            first_weight float8 default 0.5, second_weight float8 default 0.5,
+                                            k integer default 60)
+returns table (id bigint, score float8, first_rank integer, second_rank integer)
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    with a as (select distinct on (u.id) u.id, u.n::integer as n
+                 from unnest(first_ids) with ordinality as u(id, n) order by u.id, u.n),
+         b as (select distinct on (u.id) u.id, u.n::integer as n
+                 from unnest(second_ids) with ordinality as u(id, n) order by u.id, u.n)
+    select coalesce(a.id, b.id),
+           coalesce(first_weight / (k + a.n), 0) + coalesce(second_weight / (k + b.n), 0),
+           a.n, b.n
+      from a full join b on b.id = a.id
+     order by 2 desc, a.n nulls last, b.n nulls last, 1
+$$;
+comment on function sag.dataflow_rrf(bigint[], bigint[], float8, float8, integer) is
+    'Weighted reciprocal rank fusion (seed §8.1) of two ranked id lists: score = first_weight / (k + rank in the '
+    'first) + second_weight / (k + rank in the second), a list not holding the id adding 0; best first.  '
+    'Example: select * from sag.dataflow_rrf(array[1, 2], array[2, 3]);';
