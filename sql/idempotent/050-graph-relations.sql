@@ -215,3 +215,40 @@ as $$
      group by r.origin, r.relation_type order by count(*) desc, r.origin, r.relation_type
 $$;
 comment on function sag.relation_counts(bigint[]) is 'Relations and their evidence per origin and type.';
+
+create or replace function sag.entity_id(p_source_id bigint, normalized text, entity_type text default null)
+returns bigint
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select k.id from sag.keys k
+     where k.source_id = p_source_id and k.normalized = entity_id.normalized
+       and (entity_type is null or k.type = lower(trim(entity_type)))
+     order by k.event_count desc, k.id limit 1
+$$;
+comment on function sag.entity_id(bigint, text, text) is
+    'The entity (key) of a source with this normalized name (and type, if given; else the one with most events).';
+
+-- What an LLM is shown to state relations: events with two keys or more, of the given documents (NULL: all
+-- of the source), that no LLM relation cites yet.
+create or replace function sag.relation_candidates(p_source_id bigint, uris text[] default null, lim integer default 100)
+returns table (event_id bigint, uri text, content text, key_ids bigint[], key_names text[])
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select e.id, d.uri, e.content, array_agg(k.id order by k.id), array_agg(k.name order by k.id)
+      from sag.documents d
+      join sag.events e on e.document_id = d.id
+      join sag.event_keys ek on ek.event_id = e.id
+      join sag.keys k on k.id = ek.key_id
+     where d.source_id = p_source_id and (uris is null or d.uri = any(uris))
+       and not exists (select 1 from sag.relation_events re join sag.relations r on r.id = re.relation_id
+                        where re.event_id = e.id and r.origin = 'llm')
+     group by e.id, d.uri, e.content
+    having count(*) >= 2
+     order by e.id
+     limit lim
+$$;
+comment on function sag.relation_candidates(bigint, text[], integer) is
+    'Events (with two keys or more) of the given documents that no LLM relation cites yet: what relation '
+    'extraction reads.';
