@@ -20,7 +20,12 @@ def _ref(value: str) -> int | str:
 
 @click.group()
 def graph() -> None:
-    """Knowledge graph: entities (keys), typed relations, get_related, tags, GraphML export."""
+    """Knowledge graph: entities (keys), typed relations, get_related, tags, GraphML export.
+
+    Example:
+
+        sag-pg graph related "Steve Jobs" --depth 2
+    """
 
 
 @graph.command("add")

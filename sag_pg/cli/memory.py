@@ -15,7 +15,12 @@ _json = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 @click.group()
 def memory() -> None:
-    """Memory: recall (content + graph channels), recall statistics, eviction."""
+    """Memory: recall (content + graph channels), recall statistics, eviction.
+
+    Example:
+
+        sag-pg memory recall "Steve Jobs Pixar"
+    """
 
 
 @memory.command("recall")
