@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import psycopg
 import pytest
 
@@ -194,3 +195,26 @@ def test_cli_graph_and_memory(cli_env: None, capsys: pytest.CaptureFixture[str],
     code, out, _ = _cli(capsys, "memory", "recall", "Babbage", "--json")
     assert code == 0 and json.loads(out) == []
     assert _cli(capsys, "memory", "stats")[0] == 0
+
+
+def test_get_related_on_the_demo_bridge_matches_shortest_paths(sag) -> None:  # type: ignore[no-untyped-def]
+    """NeXT bridges two demo documents; get_related's distances and scores equal those networkx computes on
+    the same relations (breadth first over an undirected graph, best weight product over shortest paths)."""
+    from sag_pg.demo import demo_paths
+
+    sag.ingest_files([p for p in demo_paths() if "tech-company" in str(p)], source="demo")
+    found = sag.graph.get_related("NeXT", depth=2, direction="both", limit=100_000, source="demo")
+    with psycopg.connect(sag.dsn) as conn:
+        edges = conn.execute("select head_key_id, tail_key_id, weight from sag.relations").fetchall()
+        start = conn.execute("select id from sag.keys where normalized = 'next' order by event_count desc limit 1"
+                             ).fetchone()[0]
+    graph = nx.Graph()
+    for h, t, w in edges:
+        graph.add_edge(h, t, weight=max(w, graph.get_edge_data(h, t, {"weight": 0})["weight"]))
+    distances = nx.single_source_shortest_path_length(graph, start, cutoff=2)
+    del distances[start]
+    assert {r.id: r.distance for r in found} == distances
+    assert {r.distance for r in found} == {1, 2}
+    for r in found:
+        best = max(np.prod([graph[a][b]["weight"] for a, b in zip(p, p[1:])]) for p in nx.all_shortest_paths(graph, start, r.id))
+        assert r.path_weight == pytest.approx(best, rel=1e-5) and r.score == pytest.approx(best / r.distance, rel=1e-5)

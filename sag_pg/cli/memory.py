@@ -101,3 +101,26 @@ def evict(app: AppContext, policy: str, ttl_days: float | None, max_items: int |
     for e in gone:
         click.echo(f"{'would evict' if dry_run else 'evicted'}  {e.reason:<12} value {e.value:.4f}  {e.uri}")
     click.echo(f"{len(gone)} document(s) {'would be ' if dry_run else ''}evicted", err=True)
+
+
+@memory.command("bench")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Passes over the questions (each question runs with and without recording in every pass).")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N questions.")
+@click.option("--compare-ingest", is_flag=True, help="Ingest again without the co-occurrence trigger, for its cost.")
+@pass_app
+def bench(app: AppContext, directory: str, rounds: int, limit: int | None, compare_ingest: bool) -> None:
+    """Co-occurrence relations made by the ingest of a benchmark folder, and SAG search latency with the
+    recall statistics recorded and without, interleaved on one fresh database. Prints JSON.
+
+    Example:
+
+        sag-pg memory bench /work/shared/bench/musique-train100 --rounds 3
+    """
+    from ..bench.dataset import load_dataset
+    from ..bench.recall_cost import measure_recall_cost
+
+    result = measure_recall_cost(app.settings, load_dataset(directory, limit=limit), rounds=rounds,
+                                 compare_ingest=compare_ingest, progress=lambda what: click.echo(what, err=True))
+    echo_json(result)
