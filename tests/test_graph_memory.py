@@ -4,8 +4,8 @@ tests/sql/test_graph.py and tests/sql/test_memory.py; these check the wiring."""
 
 from __future__ import annotations
 
+import itertools
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +14,6 @@ import numpy as np
 import psycopg
 import pytest
 
-from sag_pg.cli import main
 from sag_pg.db.graph import CandidateEvent
 from sag_pg.errors import NotFoundError, QueryError
 from sag_pg.graph.extract import extract_relations
@@ -22,6 +21,7 @@ from sag_pg.llm.openai_llm import OpenAILLM
 from tests import openai_server as fake_openai
 from tests.integrity import violations
 from tests.openai_server import FakeOpenAIServer
+from tests.test_bad_input import _cli, cli_env  # noqa: F401  (cli_env is a fixture)
 
 openai_server = fake_openai.openai_server
 
@@ -156,24 +156,8 @@ def test_extract_relations_stores_llm_relations_with_their_event(sag, openai_ser
     assert sag.graph.relation_counts() == []
 
 
-@pytest.fixture
-def cli_env(monkeypatch: pytest.MonkeyPatch, db_dsn: str, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.startswith("SAG_") and name != "SAG_TEST_DATABASE_URL":
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("SAG_DATABASE_URL", db_dsn)
-    monkeypatch.setenv("SAG_HOME", str(tmp_path / "home"))
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return int(exit_info.value.code or 0), out, err
-
-
-def test_cli_graph_and_memory(cli_env: None, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_cli_graph_and_memory(cli_env: dict[str, str], capsys: pytest.CaptureFixture[str],  # noqa: F811
+                               tmp_path: Path) -> None:
     assert _cli(capsys, "graph", "add", "Ada Lovelace", "--type", "person", "--tag", "Math")[0] == 0
     assert _cli(capsys, "graph", "add", "Charles Babbage", "--type", "person")[0] == 0
     code, out, _ = _cli(capsys, "graph", "add", "--relation", "Ada Lovelace", "worked_with", "Charles Babbage",
@@ -216,5 +200,14 @@ def test_get_related_on_the_demo_bridge_matches_shortest_paths(sag) -> None:  # 
     assert {r.id: r.distance for r in found} == distances
     assert {r.distance for r in found} == {1, 2}
     for r in found:
-        best = max(np.prod([graph[a][b]["weight"] for a, b in zip(p, p[1:])]) for p in nx.all_shortest_paths(graph, start, r.id))
+        best = max(np.prod([graph[a][b]["weight"] for a, b in itertools.pairwise(p)]) for p in nx.all_shortest_paths(graph, start, r.id))
         assert r.path_weight == pytest.approx(best, rel=1e-5) and r.score == pytest.approx(best / r.distance, rel=1e-5)
+
+
+def test_a_search_answers_when_its_recall_cannot_be_recorded(sag, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    sag.ingest_text("# Apple\n\nSteve Jobs founded Apple in 1976.\n", uri="a.md")
+    with psycopg.connect(sag.dsn, autocommit=True) as conn:
+        conn.execute("revoke insert, update on sag.recall_stats from current_user")
+    assert sag.search("Who founded Apple?").chunks
+    assert "recall statistics not recorded" in caplog.text
+    assert sag.search("Who founded Apple?").chunks   # the kept connection is usable again

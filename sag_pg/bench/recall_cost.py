@@ -44,6 +44,32 @@ def _relation_figures(dsn: str) -> dict[str, Any]:
             "strongest": [{"head": h, "tail": t, "events": int(n), "weight": round(float(w), 3)} for h, t, n, w in top]}
 
 
+def _recording_alone(sag: SAG, questions: list[str], top_n: int) -> dict[str, float]:
+    """The recording by itself: what SAG.search adds after the search (commit, one statement)."""
+    from ..graph.memory import record_search
+
+    sag.record_recalls = False
+    results = [sag.search(q, source=SOURCE, top_n=top_n) for q in questions]
+    times = []
+    with sag.db.session() as conn:
+        for result in results:
+            started = time.perf_counter()
+            record_search(conn, result)
+            conn.commit()
+            times.append((time.perf_counter() - started) * 1000.0)
+    return {"p50": round(percentile(times, 50), 3), "p95": round(percentile(times, 95), 3)}
+
+
+def _recall_latency(sag: SAG, questions: list[str], top_n: int) -> dict[str, float]:
+    """SAG.recall (both channels, hybrid scoring, not recorded) per question."""
+    times = []
+    for q in questions:
+        started = time.perf_counter()
+        sag.recall(q, source=SOURCE, top_n=top_n, record=False)
+        times.append((time.perf_counter() - started) * 1000.0)
+    return {"p50": round(percentile(times, 50), 2), "p95": round(percentile(times, 95), 2)}
+
+
 def _ingest(sag: SAG, dataset: Dataset) -> float:
     report = sag.ingest_files([dataset.corpus], source=SOURCE)
     return report.seconds
@@ -63,15 +89,22 @@ def measure_recall_cost(settings: Settings, dataset: Dataset, *, rounds: int = 3
             for q in questions[:3]:  # warm-up: plans, caches, the kept connection
                 sag.search(q, source=SOURCE, top_n=top_n)
             times: dict[bool, list[float]] = {True: [], False: []}
+            paired: list[float] = []
             for r in range(rounds):
                 progress(f"search round {r + 1}/{rounds}")
                 for i, q in enumerate(questions):
                     order = (True, False) if (i + r) % 2 == 0 else (False, True)
+                    pair: dict[bool, float] = {}
                     for record in order:
                         sag.record_recalls = record
                         started = time.perf_counter()
                         sag.search(q, source=SOURCE, top_n=top_n)
-                        times[record].append((time.perf_counter() - started) * 1000.0)
+                        pair[record] = (time.perf_counter() - started) * 1000.0
+                        times[record].append(pair[record])
+                    paired.append(pair[True] - pair[False])
+            result["paired_difference_ms_p50"] = round(percentile(paired, 50), 3)
+            result["recording_alone_ms"] = _recording_alone(sag, questions, top_n)
+            result["recall_ms"] = _recall_latency(sag, questions, top_n)
             result["search_ms"] = {
                 ("with_recall_stats" if record else "without_recall_stats"):
                     {"p50": round(percentile(t, 50), 2), "p95": round(percentile(t, 95), 2), "n": len(t)}

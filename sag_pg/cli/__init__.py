@@ -12,8 +12,8 @@ from .ask import ask
 from .bench import bench, bench_scale
 from .cluster import cluster
 from .db import db
-from .graph import graph
 from .demo import demo
+from .graph import graph
 from .ingest import delete, ingest, source, sources, stats
 from .memory import memory
 from .root import cli

@@ -17,9 +17,29 @@ import psycopg
 
 from ..errors import error_for_sqlstate
 
-__all__ = ["CandidateEvent", "Entity", "Related", "Relation", "add_entity", "add_relation", "entity_count_by_tag", "entity_id", "find_by_keywords",
-           "find_tags", "get_entity", "get_related", "neighbourhood_edges", "rebuild_cooccurrence", "relation_counts",
-           "relation_candidates", "relations_of", "remove_entity", "remove_relation", "set_entity_tags", "sql_errors"]
+__all__ = [
+    "CandidateEvent",
+    "Entity",
+    "Related",
+    "Relation",
+    "add_entity",
+    "add_relation",
+    "entity_count_by_tag",
+    "entity_id",
+    "find_by_keywords",
+    "find_tags",
+    "get_entity",
+    "get_related",
+    "neighbourhood_edges",
+    "rebuild_cooccurrence",
+    "relation_candidates",
+    "relation_counts",
+    "relations_of",
+    "remove_entity",
+    "remove_relation",
+    "set_entity_tags",
+    "sql_errors",
+]
 
 
 @dataclass(frozen=True)

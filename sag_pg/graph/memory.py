@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from ..search.result import SearchResult
 
 __all__ = ["Memory", "record_search"]
+
+log = logging.getLogger(__name__)
 
 POLICIES = ("none", "ttl", "capacity", "recall_based", "hybrid")
 CHANNELS = ("hybrid", "knowledge", "graph")
@@ -38,7 +41,11 @@ def record_search(conn: psycopg.Connection, result: SearchResult) -> None:
         return
     conn.commit()          # ends the search's read-only transaction
     conn.read_only = False  # the next search sets it again
-    m.record_chunk_recall(conn, [c.chunk_id for c in result.chunks], [c.score for c in result.chunks])
+    try:
+        m.record_chunk_recall(conn, [c.chunk_id for c in result.chunks], [c.score for c in result.chunks])
+    except psycopg.Error as exc:  # a standby, a read-only role: the search still answers
+        conn.rollback()
+        log.warning("recall statistics not recorded: %s", str(exc).strip().splitlines()[0])
 
 
 class Memory:

@@ -28,6 +28,8 @@ as $$
                 else 2.0 * (select count(*) from (select unnest(a) intersect select unnest(b)) i)
                      / (cardinality(a) + cardinality(b)) end
 $$;
+comment on function sag.dice(text[], text[]) is
+    'The Dice coefficient of two sets: 2 |A ∩ B| / (|A| + |B|), 0 when both are empty.';
 
 create or replace function sag.text_overlap(query text, content text)
 returns float8

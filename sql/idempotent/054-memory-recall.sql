@@ -41,13 +41,14 @@ returns table (key_id bigint, score float8, distance integer)
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
+    with named as materialized (
+        select s.id from sag.find_by_keywords(keywords, source_ids, seeds) s
+    )
     select x.id, max(x.score), min(x.distance)
-      from (select s.id, 1.0::float8 as score, 0 as distance
-              from sag.find_by_keywords(keywords, source_ids, seeds) s
+      from (select s.id, 1.0::float8 as score, 0 as distance from named s
             union all
             select g.id, g.score, g.distance
-              from sag.find_by_keywords(keywords, source_ids, seeds) s
-             cross join lateral sag.get_related(s.id, depth, 'both', null, 100) g) x
+              from named s cross join lateral sag.get_related(s.id, depth, 'both', null, 100) g) x
      group by x.id
 $$;
 comment on function sag.recall_entities(text[], bigint[], integer, integer) is
