@@ -62,12 +62,12 @@ class SAG:
         return self.db.dsn
 
     def close(self) -> None:
-        """Release the kept search connection and the LLM and embedder HTTP clients."""
-        self.db.close()
-        for resource in (self._llm, self.__dict__.get("embedder")):
+        """Write the pending recall statistics; release the kept search connection and the LLM and embedder HTTP clients."""
+        for resource in (self.__dict__.get("memory"), self._llm, self.__dict__.get("embedder")):
             close = getattr(resource, "close", None)
             if callable(close):
                 close()
+        self.db.close()
 
     def __enter__(self) -> SAG:
         return self
@@ -172,10 +172,8 @@ class SAG:
                 query, keys = rewrite.query, list(keys or []) + rewrite.keys
             result = fast_search(conn, self.embedder, query, keys=keys, sql=sql, sources=sources, top_n=top_n,
                                  params=params, use_pagerank=use_pagerank)
-            if self.record_recalls:
-                from .graph.memory import record_search
-
-                record_search(conn, result)
+        if self.record_recalls:
+            self.memory.note_search(result)
         if rewrite is not None:
             result.timings_ms["rewrite"] = rewrite.seconds * 1000.0
             result.rewrite = rewrite

@@ -87,19 +87,21 @@ def recall(conn: psycopg.Connection, query: str, *, source_ids: Sequence[int] | 
     return [Recalled(int(r[0]), r[1], r[2], *(float(x) for x in r[3:8]), bool(r[8]), bool(r[9])) for r in rows]
 
 
-def record_recall(conn: psycopg.Connection, document_ids: Sequence[int], scores: Sequence[float]) -> int:
+def record_recall(conn: psycopg.Connection, document_ids: Sequence[int], scores: Sequence[float],
+                  searches: Sequence[int] | None = None) -> int:
     """``sag.record_recall``."""
-    row = conn.execute("select sag.record_recall(document_ids => %s, scores => %s::float8[])",
-                       [list(document_ids), list(scores)]).fetchone()
+    row = conn.execute("select sag.record_recall(document_ids => %s, scores => %s::float8[], searches => %s::int[])",
+                       [list(document_ids), list(scores), list(searches) if searches is not None else None]).fetchone()
     return int(row[0]) if row else 0
 
 
-def record_chunk_recall(conn: psycopg.Connection, chunk_ids: Sequence[int], scores: Sequence[float]) -> int:
+def record_chunk_recall(conn: psycopg.Connection, chunk_ids: Sequence[int], scores: Sequence[float],
+                        searches: Sequence[int] | None = None) -> int:
     """``sag.record_chunk_recall``, committed without waiting for the disk: a statistic lost in an OS crash
-    is not worth a search's fsync (synchronous_commit off for this transaction only)."""
+    is not worth an fsync (synchronous_commit off for this transaction only)."""
     row = conn.execute("select set_config('synchronous_commit', 'off', true), "
-                       "sag.record_chunk_recall(chunk_ids => %s, scores => %s::float8[])",
-                       [list(chunk_ids), list(scores)]).fetchone()
+                       "sag.record_chunk_recall(chunk_ids => %s, scores => %s::float8[], searches => %s::int[])",
+                       [list(chunk_ids), list(scores), list(searches) if searches is not None else None]).fetchone()
     return int(row[1]) if row else 0
 
 

@@ -1,41 +1,49 @@
 -- Recall statistics and eviction (issue #17, seed §5).  A memory item is a document.
 
--- One statement per search or recall: each returned document gains one recall and its score (a document
--- returned twice, e.g. by two of its chunks, counts once with its best score).  Rows are taken in id order
--- so concurrent searches never deadlock.
-create or replace function sag.record_recall(document_ids bigint[], scores float8[])
+-- Signatures of an earlier draft (never released): without the searches argument.
+drop function if exists sag.record_recall(bigint[], float8[]);
+drop function if exists sag.record_chunk_recall(bigint[], float8[]);
+
+-- One statement for one search or recall, or for a batch of them (searches: which one each row belongs to;
+-- NULL: all one): each document a search returned gains one recall and its best score in that search (a
+-- document returned twice, e.g. by two of its chunks, counts once).  Rows are taken in id order so
+-- concurrent writers never deadlock.
+create or replace function sag.record_recall(document_ids bigint[], scores float8[], searches integer[] default null)
 returns integer
 language sql
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-    with hits as (
-        select u.id, max(coalesce(u.score, 0)) as score from unnest(document_ids, scores) u(id, score)
-         where u.id is not null group by u.id),
-    noted as (
+    with per_search as (
+        select coalesce(u.search, 0) as search, u.id, max(coalesce(u.score, 0)) as score
+          from unnest(document_ids, scores, searches) u(id, score, search)
+         where u.id is not null group by 1, 2
+    ), noted as (
         insert into sag.recall_stats as s (document_id, recall_count, total_score, last_recall_at)
-        select h.id, 1, h.score, now() from hits h
-         where exists (select 1 from sag.documents d where d.id = h.id)
-         order by h.id
+        select p.id, count(*), sum(p.score), now() from per_search p
+         where exists (select 1 from sag.documents d where d.id = p.id)
+         group by p.id order by p.id
         on conflict (document_id) do update
-           set recall_count = s.recall_count + 1, total_score = s.total_score + excluded.total_score,
+           set recall_count = s.recall_count + excluded.recall_count,
+               total_score = s.total_score + excluded.total_score,
                last_recall_at = excluded.last_recall_at
         returning 1)
     select count(*)::int from noted
 $$;
-comment on function sag.record_recall(bigint[], float8[]) is
-    'Records that a search or recall returned these documents with these scores (parallel arrays): '
-    'recall_count + 1, total_score + score, last_recall_at = now(). Returns how many documents.';
+comment on function sag.record_recall(bigint[], float8[], integer[]) is
+    'Records that searches or recalls returned these documents with these scores (parallel arrays; searches '
+    'tells a batch''s searches apart, NULL = one): per document and search, recall_count + 1 and total_score + '
+    'its best score; last_recall_at = now(). Returns how many documents.';
 
-create or replace function sag.record_chunk_recall(chunk_ids bigint[], scores float8[])
+create or replace function sag.record_chunk_recall(chunk_ids bigint[], scores float8[], searches integer[] default null)
 returns integer
 language sql
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-    select sag.record_recall(array_agg(c.document_id), array_agg(u.score))
-      from unnest(chunk_ids, scores) u(id, score) join sag.chunks c on c.id = u.id
+    select sag.record_recall(array_agg(c.document_id), array_agg(u.score), array_agg(coalesce(u.search, 0)))
+      from unnest(chunk_ids, scores, searches) u(id, score, search) join sag.chunks c on c.id = u.id
 $$;
-comment on function sag.record_chunk_recall(bigint[], float8[]) is
-    'sag.record_recall for a search''s chunks: each chunk counts for its document (once per search, best score).';
+comment on function sag.record_chunk_recall(bigint[], float8[], integer[]) is
+    'sag.record_recall for searches'' chunks: each chunk counts for its document (once per search, best score).';
 
 -- value = w_recall ln(1 + recall_count) + w_score average score + w_recency 0.5 ^ (age / half_life), the age
 -- since the last recall (since the document changed, if it was never recalled).

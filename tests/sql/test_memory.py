@@ -96,6 +96,11 @@ def test_record_chunk_recall_counts_a_document_once(db_conn: psycopg.Connection)
     c1, c2 = g.chunk(d, "one", None), g.chunk(d, "two", None)
     assert _one(db_conn, "select sag.record_chunk_recall(%s, array[0.2, 0.7])", [[c1, c2]]) == 1
     assert db_conn.execute("select recall_count, total_score from sag.recall_stats").fetchone() == (1, pytest.approx(0.7))
+    # A batch of two searches: the first returned both chunks (best 0.4), the second one (0.3): 1 + 2 recalls,
+    # 0.7 + 0.4 + 0.3 = 1.4 in all.
+    assert _one(db_conn, "select sag.record_chunk_recall(%s, array[0.1, 0.4, 0.3], array[0, 0, 1])",
+                [[c1, c2, c1]]) == 1
+    assert db_conn.execute("select recall_count, total_score from sag.recall_stats").fetchone() == (3, pytest.approx(1.4))
 
 
 def _aged(conn: psycopg.Connection) -> dict[str, int]:
