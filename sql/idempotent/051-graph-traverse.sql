@@ -52,7 +52,8 @@ begin
                from (select n.neighbour, max(f.w * n.weight) as w
                        from unnest(b.frontier, b.weights) as f(id, w)
                       cross join lateral sag._neighbours(f.id, direction, types) n
-                      where n.neighbour <> all(b.visited)
+                      -- NOT IN a subquery is a hashed lookup; <> all(array) would scan it per row.
+                      where n.neighbour not in (select unnest(b.visited))
                       group by n.neighbour) x) nxt
          where b.level < depth and nxt.ids is not null
     )

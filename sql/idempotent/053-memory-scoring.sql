@@ -41,16 +41,22 @@ comment on function sag.text_overlap(text, text) is
     'Example: sag.text_overlap(''night'', ''nacht'') = 2 * 1 / (4 + 4) = 0.25.';
 
 -- Title weighs more than summary, summary more than body: (3 title + 2 summary + 1 body) / 6, each a Dice
--- against the query's bigrams.
-create or replace function sag.memory_overlap(query text, title text, summary text, body text)
+-- against the query's bigrams; the body is the best of the item's chunks.  Takes the query's bigrams, so a
+-- recall computes them once for all its candidates.
+create or replace function sag._overlap(query_bigrams text[], title text, summary text, chunks text[])
 returns float8
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-    select (3 * sag.dice(q.b, sag.text_bigrams(title)) + 2 * sag.dice(q.b, sag.text_bigrams(summary))
-            + sag.dice(q.b, sag.text_bigrams(body))) / 6
-      from (select sag.text_bigrams(query) as b) q
+    select (3 * sag.dice(query_bigrams, sag.text_bigrams(title)) + 2 * sag.dice(query_bigrams, sag.text_bigrams(summary))
+            + coalesce((select max(sag.dice(query_bigrams, sag.text_bigrams(c))) from unnest(chunks) c), 0)) / 6
 $$;
+
+create or replace function sag.memory_overlap(query text, title text, summary text, body text)
+returns float8
+language sql immutable parallel safe
+set search_path = pg_catalog, sag, public, pg_temp
+return sag._overlap(sag.text_bigrams(query), title, summary, array[body]);
 comment on function sag.memory_overlap(text, text, text, text) is
     'TextOverlap of a memory item: (3 Dice(title) + 2 Dice(summary) + Dice(body)) / 6 against the query.';
 

@@ -59,7 +59,7 @@ create or replace function sag.recall(
     query text, source_ids bigint[] default null, channels text default 'hybrid', strategy text default 'hybrid',
     min_score float8 default 0, top_n integer default 10, depth integer default 2,
     weights float8[] default '{0.5,0.2,0.1,0.2}', half_life interval default '30 days',
-    record boolean default true, candidates integer default 100)
+    record boolean default true, candidates integer default 50)
 returns table (document_id bigint, uri text, title text, score float8, overlap float8, graph float8,
                temporal float8, reference float8, via_content boolean, via_graph boolean)
 language plpgsql
@@ -67,6 +67,7 @@ set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     kw text[] := sag.extract_keywords(query, source_ids);
+    qb text[] := sag.text_bigrams(query);
     tsq tsquery;
     found_rows jsonb;
 begin
@@ -92,11 +93,10 @@ begin
         select coalesce(bc.document_id, bg.document_id) as document_id, bc.document_id is not null as via_c,
                bg.document_id is not null as via_g
           from by_content bc full join by_graph bg on bg.document_id = bc.document_id
-    ), scored as (
+    ), scored as materialized (   -- each candidate's components once (not again in the filter and the sort)
         select d.id, d.uri, d.title, c.via_c, c.via_g,
-               sag.memory_overlap(query, d.title, d.summary,
-                                  (select ch.content from sag.chunks ch where ch.document_id = d.id
-                                    order by sag.text_overlap(query, ch.content) desc, ch.ordinal limit 1)) as o,
+               sag._overlap(qb, d.title, d.summary,
+                            array(select ch.content from sag.chunks ch where ch.document_id = d.id)) as o,
                coalesce((select max(en.score) from sag.events ev join sag.event_keys ek on ek.event_id = ev.id
                            join ents en on en.key_id = ek.key_id where ev.document_id = d.id), 0) as g,
                sag.temporal_weight(d.updated_at, now(), half_life) as t,
@@ -124,6 +124,6 @@ $$;
 comment on function sag.recall(text, bigint[], text, text, float8, integer, integer, float8[], interval, boolean, integer) is
     'Two-channel memory recall (seed §3): keywords (sag.extract_keywords); the content channel (documents whose '
     'chunks contain a keyword) and the graph channel (keywords -> entities -> get_related -> their documents); '
-    'each document scored by strategy (text_overlap | graph_distance | temporal | reference_count | hybrid) '
+    'best candidates of each channel (candidates, default 50) scored by strategy (text_overlap | graph_distance | temporal | reference_count | hybrid) '
     'with its breakdown; min_score, top_n; channels hybrid | knowledge | graph. Records the results'' recall '
     'statistics unless record => false. Example: select * from sag.recall(''apple founders'', top_n => 5);';
