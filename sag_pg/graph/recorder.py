@@ -48,7 +48,8 @@ class RecallRecorder:
             if self._thread is None and not self._closed:
                 self._thread = threading.Thread(target=self._run, name="sag-recall-recorder", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if len(self._pending) == 1:  # only the first of a batch wakes the writer: a wake-up is a thread switch
+                self._cond.notify()
 
     def flush(self) -> None:
         """Write everything queued so far (and wait for a write in progress)."""
@@ -76,7 +77,9 @@ class RecallRecorder:
                     self._cond.wait()
                 if self._closed:
                     return
-                self._cond.wait(timeout=self._interval)  # let more searches join this write
+                # Let more searches join this write (they do not notify: the wait runs its full interval
+                # unless close() cuts it short).
+                self._cond.wait(timeout=self._interval)
                 batch, self._pending = self._pending, []
             self._write(batch)
 
