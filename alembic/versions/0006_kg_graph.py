@@ -7,8 +7,14 @@ Create Date: 2026-11-24
 
 from __future__ import annotations
 
+import re
+
 from alembic import op
+from sag_pg._resources import idempotent_sql_files
 from sag_pg.db.sqlfiles import apply_incremental
+
+# The functions of sql/idempotent/050-059: they read the tables this revision makes, so they go with them.
+_FUNCTION = re.compile(r"create or replace function sag\.(\w+)\(")
 
 revision = "0006"
 down_revision = "0004"
@@ -21,6 +27,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    names = sorted({name for path in idempotent_sql_files() if path.name[:2] == "05"
+                    for name in _FUNCTION.findall(path.read_text(encoding="utf-8"))})
+    listed = ", ".join(f"'{n}'" for n in names)
+    # Signatures first: a cascade (SQL-standard bodies depend on what they call) may drop some before their turn.
+    op.execute("do $$ declare sig text; begin perform set_config('search_path', 'pg_catalog', true); "
+               "for sig in select unnest(array(select p.oid::regprocedure::text from pg_proc p "
+               f"where p.pronamespace = 'sag'::regnamespace and p.proname = any(array[{listed}]::text[]))) loop "
+               "execute 'drop function if exists ' || sig || ' cascade'; end loop; end $$")
     op.execute("drop table if exists sag.recall_stats, sag.key_tags, sag.tags, sag.relation_events, sag.relations")
     op.execute("drop trigger if exists keys_keep_pinned on sag.keys")
     op.execute("drop trigger if exists event_keys_cooccurrence on sag.event_keys")
