@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from ..db import memory as m
+from ..errors import SagError
 
 if TYPE_CHECKING:
     from ..db.connection import Database
@@ -95,7 +96,7 @@ class RecallRecorder:
                     self._conn = self._db.connect()
                 m.record_chunk_recall(self._conn, chunk_ids, scores, searches)
                 self._conn.commit()
-            except psycopg.Error as exc:  # a standby, a read-only role: searches still answer
+            except (psycopg.Error, SagError) as exc:  # a standby, a read-only role, a dropped database: searches still answer
                 if self._conn is not None and not self._conn.closed:
                     self._conn.rollback()
                 log.warning("recall statistics of %d searches not recorded: %s", len(batch),
