@@ -213,3 +213,18 @@ def test_a_search_answers_when_its_recall_cannot_be_recorded(sag, caplog: pytest
     sag.memory.flush()
     assert "recall statistics of 1 searches not recorded" in caplog.text
     assert sag.search("Who founded Apple?").chunks   # the recorder goes on after a failed write
+
+
+def test_the_recorder_survives_a_database_that_went_away(empty_db_dsn: str, caplog: pytest.LogCaptureFixture) -> None:
+    from sag_pg.db.connection import Database
+    from sag_pg.graph.recorder import RecallRecorder
+    from tests.conftest import SERVER
+
+    recorder = RecallRecorder(Database(empty_db_dsn))
+    name = psycopg.conninfo.conninfo_to_dict(empty_db_dsn)["dbname"]
+    with psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True) as admin:
+        admin.execute(psycopg.sql.SQL("drop database {} with (force)").format(psycopg.sql.Identifier(name)))
+    recorder.add([1, 2], [0.5, 0.25])
+    recorder.flush()
+    recorder.close()
+    assert "recall statistics of 1 searches not recorded" in caplog.text
