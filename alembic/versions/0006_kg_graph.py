@@ -31,8 +31,10 @@ def downgrade() -> None:
                     for name in _FUNCTION.findall(path.read_text(encoding="utf-8"))})
     listed = ", ".join(f"'{n}'" for n in names)
     # Signatures first: a cascade (SQL-standard bodies depend on what they call) may drop some before their turn.
-    op.execute("do $$ declare sig text; begin perform set_config('search_path', 'pg_catalog', true); "
-               "for sig in select unnest(array(select p.oid::regprocedure::text from pg_proc p "
+    # Schema-qualified by hand, not by changing search_path: the later downgrades run in this transaction.
+    op.execute("do $$ declare sig text; begin "
+               "for sig in select unnest(array(select 'sag.' || quote_ident(p.proname) || '(' "
+               "|| pg_get_function_identity_arguments(p.oid) || ')' from pg_proc p "
                f"where p.pronamespace = 'sag'::regnamespace and p.proname = any(array[{listed}]::text[]))) loop "
                "execute 'drop function if exists ' || sig || ' cascade'; end loop; end $$")
     op.execute("drop table if exists sag.recall_stats, sag.key_tags, sag.tags, sag.relation_events, sag.relations")
