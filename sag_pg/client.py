@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from .answer import Answer
     from .cluster import ClusterParams, ClusterResult, EventSelection
     from .dataflow import DataflowParams
+    from .db.memory import Recalled
+    from .graph import KnowledgeGraph, Memory
     from .ingest.extractors import Extractor
     from .ingest.runner import DocumentCallback, IngestReport
     from .search.result import SearchResult
@@ -54,18 +56,19 @@ class SAG:
         self._embedder = embedder
         self._llm = llm
         self._llm_resolved = llm is not None
+        self.record_recalls = True  # every search counts as a recall of its documents (SAG.memory)
 
     @property
     def dsn(self) -> str:
         return self.db.dsn
 
     def close(self) -> None:
-        """Release the kept search connection and the LLM and embedder HTTP clients."""
-        self.db.close()
-        for resource in (self._llm, self.__dict__.get("embedder")):
+        """Write the pending recall statistics; release the kept search connection and the LLM and embedder HTTP clients."""
+        for resource in (self.__dict__.get("memory"), self._llm, self.__dict__.get("embedder")):
             close = getattr(resource, "close", None)
             if callable(close):
                 close()
+        self.db.close()
 
     def __enter__(self) -> SAG:
         return self
@@ -178,6 +181,8 @@ class SAG:
             result = fast_search(conn, self.embedder, query, keys=keys, sql=sql, sources=sources, top_n=top_n,
                                  params=params, use_pagerank=use_pagerank,
                                  dataflow=dataflow if strategy == "dataflow" else None)
+        if self.record_recalls:
+            self.memory.note_search(result)
         if rewrite is not None:
             result.timings_ms["rewrite"] = rewrite.seconds * 1000.0
             result.rewrite = rewrite
@@ -210,6 +215,29 @@ class SAG:
         embedder = self.embedder  # bound here, before any thread of a deep query asks for it
         with self.db.connect() as conn:
             return query_context(conn, embedder, question, resolve_sources(conn, sources))
+
+    @cached_property
+    def graph(self) -> KnowledgeGraph:
+        """The knowledge graph over the keys: entities, typed relations, get_related, tags (seed §1)."""
+        from .graph import KnowledgeGraph
+
+        return KnowledgeGraph(self.db, lambda: self.embedder, lambda: self.llm, self.settings.prompts_dir)
+
+    @cached_property
+    def memory(self) -> Memory:
+        """Recall statistics and eviction of documents (seed §5)."""
+        from .graph import Memory
+
+        return Memory(self.db)
+
+    def recall(self, query: str, *, source: str | Sequence[str] | None = DEFAULT_SOURCE, channels: str = "hybrid",
+               strategy: str = "hybrid", min_score: float = 0.0, top_n: int = 10, **options: Any) -> list[Recalled]:
+        """Two-channel memory recall (seed §3): documents by keyword (content) and through the entities the
+        keywords name and their neighbours (graph), scored by ``strategy`` (hybrid, text_overlap,
+        graph_distance, temporal, reference_count) with each score's breakdown; records recall statistics.
+        ``channels``: hybrid, knowledge (content only) or graph (graph only)."""
+        return self.memory.recall(query, source=source, channels=channels, strategy=strategy, min_score=min_score,
+                                  top_n=top_n, **options)
 
     def cluster(self, selection: EventSelection, params: ClusterParams | None = None) -> ClusterResult:
         """Cluster the selected events (sag-algorithm §4) with Louvain and store the run; titles come from

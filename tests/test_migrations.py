@@ -178,3 +178,21 @@ def test_upgrades_from_threads_of_one_process_are_serialised(empty_db_dsn: str) 
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_0006_downgrade_takes_the_graph_and_its_functions(empty_db_dsn: str) -> None:
+    from alembic import command
+
+    migrate.upgrade(empty_db_dsn)
+    with psycopg.connect(empty_db_dsn) as conn:
+        assert conn.execute("select count(*) from pg_proc where pronamespace = 'sag'::regnamespace "
+                            "and proname in ('get_related', 'memory_overlap', '_overlap', 'recall')").fetchone() == (4,)
+    command.downgrade(migrate.alembic_config(empty_db_dsn), "0004")
+    with psycopg.connect(empty_db_dsn) as conn:
+        assert conn.execute("select count(*) from pg_proc where pronamespace = 'sag'::regnamespace "
+                            "and proname in ('get_related', 'memory_overlap', '_overlap', 'recall', '_links_added')"
+                            ).fetchone() == (0,)
+        assert conn.execute("select to_regclass('sag.relations'), to_regclass('sag.recall_stats')").fetchone() == \
+            (None, None)
+        assert conn.execute("select count(*) from pg_attribute where attrelid = 'sag.keys'::regclass "
+                            "and attname in ('pinned', 'description')").fetchone() == (0,)

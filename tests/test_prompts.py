@@ -63,6 +63,7 @@ VALUES: dict[str, dict[str, str]] = {
                     "findings": "- q1: Who founded Apple? -> Steve Jobs [12]"},
     "plan_reask": {"prompt": "You are a meticulous planning agent. …",
                    "problems": "- the dependencies form a cycle: q1 -> q2 -> q1", "previous": "{\"nodes\": []}"},
+    "extract_relations": {"events": "1. Steve Jobs founded Apple in 1976.\n   keys: Steve Jobs; Apple; 1976"},
     "cluster_title": {"size": "3", "keys": "- 曹操\n- 官渡\n- 袁绍",
                       "events": "- 公元200年，曹操与袁绍在官渡展开决战。\n- 曹操奇袭乌巢。"},
 }

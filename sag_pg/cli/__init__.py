@@ -13,11 +13,14 @@ from .bench import bench, bench_scale
 from .cluster import cluster
 from .db import db
 from .demo import demo
+from .graph import graph
 from .ingest import delete, ingest, source, sources, stats
+from .memory import memory
 from .root import cli
 from .search import search
 
-for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, delete, source, sources, stats):
+for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, delete, source, sources, stats,
+                graph, memory):
     cli.add_command(command)
 
 
