@@ -14,10 +14,11 @@ from .cluster import cluster
 from .db import db
 from .demo import demo
 from .ingest import delete, ingest, source, sources, stats
+from .kg import kg
 from .root import cli
 from .search import search
 
-for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, delete, source, sources, stats):
+for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, delete, source, sources, stats, kg):
     cli.add_command(command)
 
 
