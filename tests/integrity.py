@@ -13,8 +13,15 @@ CHECKS = {
     "join sag.chunks c on c.id = e.chunk_id where c.document_id <> e.document_id",
     "key with a wrong event_count": "select count(*) from sag.keys k "
     "where k.event_count <> (select count(*) from sag.event_keys ek where ek.key_id = k.id)",
+    # An entity added by a call (sag.add_entity) is pinned: it may have no event.
     "key with no event": "select count(*) from sag.keys k "
-    "where not exists (select 1 from sag.event_keys ek where ek.key_id = k.id)",
+    "where not k.pinned and not exists (select 1 from sag.event_keys ek where ek.key_id = k.id)",
+    "co-occurrence relation whose evidence is not its events": "select count(*) from sag.relations r "
+    "where r.origin = 'cooccurrence' and (r.evidence_count <> (select count(*) from sag.relation_events re "
+    "where re.relation_id = r.id) or r.evidence_count < 1)",
+    "relation between keys of another source": "select count(*) from sag.relations r "
+    "join sag.keys h on h.id = r.head_key_id join sag.keys t on t.id = r.tail_key_id "
+    "where h.source_id <> r.source_id or t.source_id <> r.source_id",
     "chunk_keys out of step with event_keys": """
         select count(*) from (
             select e.chunk_id, ek.key_id, sum(ek.count) as n from sag.event_keys ek

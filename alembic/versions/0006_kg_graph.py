@@ -23,5 +23,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute("drop table if exists sag.recall_stats, sag.key_tags, sag.tags, sag.relation_events, sag.relations")
     op.execute("drop trigger if exists keys_keep_pinned on sag.keys")
-    op.execute("drop function if exists sag._keep_pinned_key(), sag._relation_evidence_gone()")
+    op.execute("drop trigger if exists event_keys_cooccurrence on sag.event_keys")
+    op.execute("drop function if exists sag._keep_pinned_key(), sag._relation_evidence_gone(), sag._links_added()")
     op.execute("alter table sag.keys drop column if exists pinned, drop column if exists description")

@@ -7,3 +7,211 @@ set search_path = pg_catalog, sag, public, pg_temp
 return (evidence::float8 / (evidence + 1))::real;
 comment on function sag._cooccurrence_weight(integer) is
     'Weight of a co-occurrence relation seen in n events: n / (n + 1) (1 -> 0.5, 2 -> 0.667, 3 -> 0.75), in [0, 1).';
+
+-- The related_to relations of co-occurrence that new event-key links (parallel arrays) add: each pair of
+-- keys linked to one event, at least one of the two links new (so a link added later to an event counts
+-- its pairs once), stored once with the lower key id as head (the relation has no direction;
+-- sag.get_related follows it both ways).  Incremental: an existing relation gains the event as evidence.
+-- Called by the trigger on sag.event_keys (every stored document) and by sag.rebuild_cooccurrence.
+create or replace function sag._cooccur_links(event_ids bigint[], key_ids bigint[])
+returns integer
+language sql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    with fresh as (
+        select distinct f.event_id, f.key_id from unnest(event_ids, key_ids) f(event_id, key_id)
+    ), pairs as (
+        select e.source_id, a.key_id as head, b.key_id as tail, a.event_id
+          from sag.event_keys a
+          join sag.event_keys b on b.event_id = a.event_id and b.key_id > a.key_id
+          join sag.events e on e.id = a.event_id
+         where a.event_id in (select f.event_id from fresh f)
+           and ((a.event_id, a.key_id) in (select f.event_id, f.key_id from fresh f)
+                or (b.event_id, b.key_id) in (select f.event_id, f.key_id from fresh f))
+    ), counted as (
+        select p.source_id, p.head, p.tail, count(*)::int as n from pairs p group by p.source_id, p.head, p.tail
+    ), stored as (
+        -- In key order, so concurrent ingests wait on each other instead of deadlocking.
+        insert into sag.relations as r (source_id, head_key_id, relation_type, tail_key_id, weight, origin,
+                                        evidence_count)
+        select c.source_id, c.head, 'related_to', c.tail, sag._cooccurrence_weight(c.n), 'cooccurrence', c.n
+          from counted c order by c.head, c.tail
+        on conflict (source_id, head_key_id, relation_type, tail_key_id) do update
+           set evidence_count = r.evidence_count + excluded.evidence_count,
+               weight = sag._cooccurrence_weight(r.evidence_count + excluded.evidence_count)
+         where r.origin = 'cooccurrence'   -- a related_to stated by a call or an LLM stays as stated
+        returning r.id, r.head_key_id, r.tail_key_id
+    ), linked as (
+        insert into sag.relation_events (relation_id, event_id)
+        select s.id, p.event_id from stored s join pairs p on p.head = s.head_key_id and p.tail = s.tail_key_id
+        on conflict do nothing
+        returning 1
+    )
+    select count(*)::int from stored
+$$;
+comment on function sag._cooccur_links(bigint[], bigint[]) is
+    'Adds the co-occurrence (related_to) relations that new event-key links create, or their evidence; returns '
+    'how many relations were created or strengthened.';
+
+create or replace function sag.rebuild_cooccurrence(source_ids bigint[] default null)
+returns integer
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+declare
+    n integer;
+begin
+    delete from sag.relations r where r.origin = 'cooccurrence' and (source_ids is null or r.source_id = any(source_ids));
+    select sag._cooccur_links(array_agg(ek.event_id), array_agg(ek.key_id)) into n
+      from sag.event_keys ek join sag.events e on e.id = ek.event_id
+     where source_ids is null or e.source_id = any(source_ids);
+    return n;
+end;
+$$;
+comment on function sag.rebuild_cooccurrence(bigint[]) is
+    'Recomputes every co-occurrence relation of the sources (NULL = all) from their events: for a database '
+    'ingested before migration 0006. Returns the number of relations. Example: select sag.rebuild_cooccurrence();';
+
+-- Relation types are lower-case identifiers: "Works On" -> works_on.
+create or replace function sag._relation_type(relation_type text)
+returns text
+language sql immutable parallel safe
+set search_path = pg_catalog, sag, public, pg_temp
+return nullif(trim(both '_' from regexp_replace(lower(coalesce(relation_type, '')), '[^[:alnum:]]+', '_', 'g')), '');
+
+create or replace function sag.add_entity(
+    p_source_id bigint, entity_type text, name text, description text default null,
+    normalized text default null, embedding vector default null)
+returns bigint
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+declare
+    norm text := coalesce(nullif(normalized, ''), lower(regexp_replace(normalize(coalesce(name, ''), NFKC), '\s+', '', 'g')));
+    kind text := lower(trim(coalesce(entity_type, '')));
+    id bigint;
+begin
+    perform sag._require(norm <> '' and kind <> '', 'sag.add_entity: the entity needs a type and a name');
+    insert into sag.keys as k (source_id, type, name, normalized, value_string, embedding, description, pinned)
+    values (p_source_id, kind, trim(name), norm, trim(name), embedding, nullif(description, ''), true)
+    on conflict on constraint keys_one_per_meaning do update
+       set description = coalesce(excluded.description, k.description), pinned = true,
+           embedding = coalesce(k.embedding, excluded.embedding)
+    returning k.id into id;
+    return id;
+end;
+$$;
+comment on function sag.add_entity(bigint, text, text, text, text, vector) is
+    'Adds (or updates the description of) an entity: a key of the source, the same identity as ingestion''s '
+    '(type, normalized name; pass the normalized form sag_pg computes, else NFKC lower case without spaces). '
+    'The key is pinned: it stays when its last event goes. Returns the key id.';
+
+create or replace function sag.get_entity(key_id bigint)
+returns table (id bigint, source_id bigint, type text, name text, description text, event_count integer,
+               pinned boolean, tags text[])
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select k.id, k.source_id, k.type, k.name, k.description, k.event_count, k.pinned,
+           array(select t.name from sag.key_tags kt join sag.tags t on t.id = kt.tag_id
+                  where kt.key_id = k.id order by kt.relevance desc, t.name)
+      from sag.keys k where k.id = key_id
+$$;
+comment on function sag.get_entity(bigint) is 'An entity (key) with its description and tags (most relevant first); no row if none.';
+
+create or replace function sag.remove_entity(key_id bigint)
+returns boolean
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+begin
+    update sag.keys k set pinned = false where k.id = key_id;
+    delete from sag.keys k where k.id = key_id;
+    return found;
+end;
+$$;
+comment on function sag.remove_entity(bigint) is
+    'Deletes an entity with its relations, tags and event links (the events stay). False if there was none.';
+
+create or replace function sag.add_relation(
+    head_key_id bigint, relation_type text, tail_key_id bigint, weight float8 default 1,
+    origin text default 'call', event_id bigint default null)
+returns bigint
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    kind text := sag._relation_type(relation_type);
+    head_source bigint := (select k.source_id from sag.keys k where k.id = head_key_id);
+    tail_source bigint := (select k.source_id from sag.keys k where k.id = tail_key_id);
+    rel bigint;
+begin
+    if head_source is null or tail_source is null then
+        raise exception using errcode = 'P0002',
+            message = format('sag.add_relation: no entity with id %s', case when head_source is null then head_key_id else tail_key_id end);
+    end if;
+    perform sag._require(head_source = tail_source, 'sag.add_relation: both entities must belong to one source');
+    perform sag._require(kind is not null, 'sag.add_relation: the relation type is empty');
+    perform sag._require(head_key_id <> tail_key_id, 'sag.add_relation: a relation joins two different entities');
+    perform sag._require(weight between 0 and 1, format('sag.add_relation: weight must be in [0, 1], got %s', weight));
+    insert into sag.relations as r (source_id, head_key_id, relation_type, tail_key_id, weight, origin, event_id)
+    values (head_source, head_key_id, kind, tail_key_id, weight, origin, event_id)
+    on conflict (source_id, head_key_id, relation_type, tail_key_id) do update
+       set weight = excluded.weight,
+           origin = case when r.origin = 'cooccurrence' then excluded.origin else r.origin end,
+           evidence_count = r.evidence_count + case when excluded.event_id is null then 0 else 1 end,
+           event_id = coalesce(r.event_id, excluded.event_id)
+    returning r.id into rel;
+    if event_id is not null then
+        insert into sag.relation_events (relation_id, event_id) values (rel, event_id) on conflict do nothing;
+    end if;
+    return rel;
+end;
+$$;
+comment on function sag.add_relation(bigint, text, bigint, float8, text, bigint) is
+    'Adds or re-weights a typed relation head -[type]-> tail (type folded to a lower-case identifier: '
+    '"Works On" -> works_on; weight in [0, 1]; origin call, llm or import; event_id: the stating event). '
+    'Returns the relation id.';
+
+create or replace function sag.remove_relation(head_key_id bigint, tail_key_id bigint, relation_type text default null)
+returns integer
+language sql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    with gone as (
+        delete from sag.relations r
+         where r.head_key_id = remove_relation.head_key_id and r.tail_key_id = remove_relation.tail_key_id
+           and (remove_relation.relation_type is null or r.relation_type = sag._relation_type(remove_relation.relation_type))
+        returning 1)
+    select count(*)::int from gone
+$$;
+comment on function sag.remove_relation(bigint, bigint, text) is
+    'Deletes the relations head -> tail of the given type (NULL: every type); returns how many.';
+
+create or replace function sag.relations_of(key_id bigint, lim integer default 100)
+returns table (id bigint, head_key_id bigint, head text, relation_type text, tail_key_id bigint, tail text,
+               weight real, origin text, evidence_count integer, event_id bigint)
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select r.id, r.head_key_id, h.name, r.relation_type, r.tail_key_id, t.name, r.weight, r.origin,
+           r.evidence_count, r.event_id
+      from sag.relations r join sag.keys h on h.id = r.head_key_id join sag.keys t on t.id = r.tail_key_id
+     where r.head_key_id = relations_of.key_id or r.tail_key_id = relations_of.key_id
+     order by r.weight desc, r.evidence_count desc, r.id
+     limit lim
+$$;
+comment on function sag.relations_of(bigint, integer) is
+    'The relations an entity takes part in (as head or tail), strongest first.';
+
+create or replace function sag.relation_counts(source_ids bigint[] default null)
+returns table (origin text, relation_type text, relations bigint, evidence bigint)
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select r.origin, r.relation_type, count(*), sum(r.evidence_count)::bigint
+      from sag.relations r where source_ids is null or r.source_id = any(source_ids)
+     group by r.origin, r.relation_type order by count(*) desc, r.origin, r.relation_type
+$$;
+comment on function sag.relation_counts(bigint[]) is 'Relations and their evidence per origin and type.';

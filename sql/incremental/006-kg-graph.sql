@@ -64,6 +64,21 @@ $$;
 create trigger relation_events_gone after delete on sag.relation_events
     referencing old table as gone_evidence for each statement execute function sag._relation_evidence_gone();
 
+-- Co-occurrence relations follow ingestion: the links of a stored document's events (one insert statement
+-- per document) become related_to relations in the same transaction (sag._cooccur_links, 050).
+create function sag._links_added() returns trigger
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+begin
+    perform sag._cooccur_links(array(select n.event_id from new_links n order by n.event_id, n.key_id),
+                               array(select n.key_id from new_links n order by n.event_id, n.key_id));
+    return null;
+end;
+$$;
+create trigger event_keys_cooccurrence after insert on sag.event_keys
+    referencing new table as new_links for each statement execute function sag._links_added();
+
 -- Keeps a pinned key when sag._adjust_key_counts deletes keys left with no event; a cascade from its
 -- source (the source row is gone by then) or an unpinned key is deleted as usual.
 create function sag._keep_pinned_key() returns trigger

@@ -1,0 +1,122 @@
+-- Knowledge graph (issue #17): traversal (sag.get_related), entities by keyword, a neighbourhood's edges.
+
+-- The neighbours of one entity in a direction: out follows head -> tail, in tail -> head, both either way.
+-- Co-occurrence relations have no direction (stored once, lower id first) and are followed both ways always.
+create or replace function sag._neighbours(key_id bigint, direction text, relation_types text[])
+returns table (neighbour bigint, weight real, relation_type text)
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select r.tail_key_id, r.weight, r.relation_type from sag.relations r
+     where r.head_key_id = _neighbours.key_id
+       and (direction in ('out', 'both') or r.origin = 'cooccurrence')
+       and (relation_types is null or r.relation_type = any(relation_types))
+    union all
+    select r.head_key_id, r.weight, r.relation_type from sag.relations r
+     where r.tail_key_id = _neighbours.key_id
+       and (direction in ('in', 'both') or r.origin = 'cooccurrence')
+       and (relation_types is null or r.relation_type = any(relation_types))
+$$;
+
+-- Breadth first, one row per level: the recursive CTE carries the level's frontier (ids and path scores)
+-- and every entity visited so far, and only expands into unvisited ones; so it stops on cycles and costs
+-- one pass over each reached entity's relations, not one per path.
+--   distance(e)  = fewest hops from the start;
+--   path(e)      = the largest product of relation weights over the shortest paths to e;
+--   score(e)     = path(e) / distance(e), in [0, 1].
+-- Example: A -[0.8]-> B -[0.5]-> C: B at 1 with 0.8, C at 2 with 0.8 * 0.5 / 2 = 0.2.
+create or replace function sag.get_related(
+    key_id bigint, depth integer default 2, direction text default 'out', relation_types text[] default null,
+    lim integer default 100)
+returns table (id bigint, type text, name text, distance integer, path_weight float8, score float8)
+language plpgsql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+declare
+    types text[] := (select array_agg(sag._relation_type(t)) from unnest(relation_types) t);
+begin
+    perform sag._require(depth between 1 and 6, format('sag.get_related: depth must be between 1 and 6, got %s', depth));
+    perform sag._require(direction in ('out', 'in', 'both'),
+                         format('sag.get_related: direction must be out, in or both, got %L', direction));
+    if not exists (select 1 from sag.keys k where k.id = get_related.key_id) then
+        raise exception using errcode = 'P0002', message = format('sag.get_related: no entity with id %s', key_id);
+    end if;
+    return query
+    with recursive bfs(level, frontier, weights, visited) as (
+        select 0, array[get_related.key_id], array[1.0::float8], array[get_related.key_id]
+        union all
+        select b.level + 1, nxt.ids, nxt.weights, b.visited || nxt.ids
+          from bfs b
+         cross join lateral (
+             select array_agg(x.neighbour order by x.neighbour) as ids, array_agg(x.w order by x.neighbour) as weights
+               from (select n.neighbour, max(f.w * n.weight) as w
+                       from unnest(b.frontier, b.weights) as f(id, w)
+                      cross join lateral sag._neighbours(f.id, direction, types) n
+                      where n.neighbour <> all(b.visited)
+                      group by n.neighbour) x) nxt
+         where b.level < depth and nxt.ids is not null
+    )
+    select k.id, k.type, k.name, b.level, f.w, f.w / b.level
+      from bfs b cross join lateral unnest(b.frontier, b.weights) as f(id, w)
+      join sag.keys k on k.id = f.id
+     where b.level > 0
+     order by f.w / b.level desc, b.level, k.id
+     limit lim;
+end;
+$$;
+comment on function sag.get_related(bigint, integer, text, text[], integer) is
+    'Entities reachable from key_id within depth hops (direction out|in|both; co-occurrence relations both '
+    'ways; relation_types NULL = all), breadth first and cycle-safe: distance = fewest hops, path_weight = '
+    'the best product of weights over shortest paths, score = path_weight / distance. '
+    'Example: select * from sag.get_related(42, depth => 2, direction => ''both'');';
+
+-- A key matches a keyword when its normalized form is the keyword, or its name contains the keyword as a
+-- word (Latin) or as a substring (Han, which has no spaces).  Ordered by matched keywords, then events.
+create or replace function sag.find_by_keywords(keywords text[], source_ids bigint[] default null, lim integer default 20)
+returns table (id bigint, source_id bigint, type text, name text, description text, event_count integer, matched integer)
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    with kw as (
+        select distinct lower(normalize(w, NFKC)) as w from unnest(keywords) w where coalesce(w, '') <> ''
+    ), hits as (
+        select k.id, count(distinct kw.w)::int as matched
+          from kw join sag.keys k
+            on k.normalized like '%' || replace(replace(replace(kw.w, '\', '\\'), '%', '\%'), '_', '\_') || '%'
+         where (source_ids is null or k.source_id = any(source_ids))
+           and (k.normalized = kw.w
+                or kw.w ~ ('[' || sag._han_class() || ']')
+                or position(' ' || kw.w || ' ' in ' ' || regexp_replace(lower(k.name), '[^[:alnum:]]+', ' ', 'g') || ' ') > 0)
+         group by k.id
+    )
+    select k.id, k.source_id, k.type, k.name, k.description, k.event_count, h.matched
+      from hits h join sag.keys k on k.id = h.id
+     order by h.matched desc, (k.normalized = any(select w from kw)) desc, k.event_count desc, k.id
+     limit lim
+$$;
+comment on function sag.find_by_keywords(text[], bigint[], integer) is
+    'Entities (keys) named by the keywords: normalized name equal to a keyword, or the keyword a word of the '
+    'name (a substring for Chinese). Most keywords matched first, then exact names, then most events.';
+
+-- The edges among an entity's neighbourhood (for GraphML export): every relation between two of the
+-- entities sag.get_related reaches, with the start.
+create or replace function sag.neighbourhood_edges(key_id bigint, depth integer default 1, direction text default 'both',
+                                                   relation_types text[] default null, lim integer default 200)
+returns table (head_key_id bigint, head text, head_type text, relation_type text, tail_key_id bigint, tail text,
+               tail_type text, weight real, origin text)
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    with nodes as (
+        select neighbourhood_edges.key_id as id
+        union select g.id from sag.get_related(neighbourhood_edges.key_id, depth, direction, relation_types, lim) g
+    )
+    select r.head_key_id, h.name, h.type, r.relation_type, r.tail_key_id, t.name, t.type, r.weight, r.origin
+      from sag.relations r
+      join sag.keys h on h.id = r.head_key_id join sag.keys t on t.id = r.tail_key_id
+     where r.head_key_id in (select id from nodes) and r.tail_key_id in (select id from nodes)
+       and (relation_types is null or r.relation_type = any(select sag._relation_type(x) from unnest(relation_types) x))
+     order by r.head_key_id, r.tail_key_id, r.relation_type
+$$;
+comment on function sag.neighbourhood_edges(bigint, integer, text, text[], integer) is
+    'The relations among an entity and the entities sag.get_related reaches from it: a neighbourhood to export.';

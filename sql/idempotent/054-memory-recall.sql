@@ -1,0 +1,128 @@
+-- Memory recall (issue #17, seed §3-4): keyword extraction and the two-channel retriever.
+
+create or replace function sag.keyword_stopwords()
+returns text[]
+language sql immutable parallel safe
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select sag._embed_hash_stopwords() || array[
+        'many', 'much', 'please', 'tell', 'know', 'find', 'show', 'give', 'get', 'us', 'let', 'ever', 'yet',
+        'among', 'upon', 'within', 'without', 'via', 'per', 'whether', 'whatever', 'whichever', 'anyone',
+        '我', '你', '他', '她', '它', '我们', '你们', '他们', '什么', '哪', '哪里', '哪个', '哪些', '谁', '如何',
+        '怎么', '怎样', '为什么', '吗', '呢', '吧', '啊', '有', '没有', '一个', '这个', '那个', '这些', '那些',
+        '就', '都', '还', '又', '把', '被', '对', '从', '向', '到', '给', '让', '请', '关于', '以及', '并且',
+        '但是', '因为', '所以', '如果', '可以', '是否', '多少', '几'
+    ]::text[]
+$$;
+comment on function sag.keyword_stopwords() is
+    'Stop words of keyword extraction: the hash embedder''s English and Chinese function words plus question words.';
+
+-- Seed §4: the query's terms (sag.query_terms: letter/digit runs, Chinese segmented against the index's
+-- vocabulary) without stop words and one-character words, distinct, in query order.
+create or replace function sag.extract_keywords(query text, source_ids bigint[] default null)
+returns text[]
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select coalesce(array_agg(t.term order by t.n), '{}')
+      from (select distinct on (u.term) u.term, u.n
+              from unnest(sag.query_terms(query, source_ids)) with ordinality as u(term, n)
+             where char_length(u.term) > 1 and u.term <> all(sag.keyword_stopwords())
+             order by u.term, u.n) t
+$$;
+comment on function sag.extract_keywords(text, bigint[]) is
+    'Keywords of a query: its BM25 terms without stop words (sag.keyword_stopwords) and one-character words. '
+    'Example: sag.extract_keywords(''Who founded the Apple company?'') = {founded,apple,company}.';
+
+-- Entities reached from the keywords: the named ones (score 1) and what sag.get_related reaches from them.
+create or replace function sag.recall_entities(keywords text[], source_ids bigint[] default null,
+                                               depth integer default 2, seeds integer default 10)
+returns table (key_id bigint, score float8, distance integer)
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select x.id, max(x.score), min(x.distance)
+      from (select s.id, 1.0::float8 as score, 0 as distance
+              from sag.find_by_keywords(keywords, source_ids, seeds) s
+            union all
+            select g.id, g.score, g.distance
+              from sag.find_by_keywords(keywords, source_ids, seeds) s
+             cross join lateral sag.get_related(s.id, depth, 'both', null, 100) g) x
+     group by x.id
+$$;
+comment on function sag.recall_entities(text[], bigint[], integer, integer) is
+    'The graph channel''s entities: those the keywords name (score 1, distance 0) and the ones get_related '
+    'reaches from them (both directions), best score kept.';
+
+create or replace function sag.recall(
+    query text, source_ids bigint[] default null, channels text default 'hybrid', strategy text default 'hybrid',
+    min_score float8 default 0, top_n integer default 10, depth integer default 2,
+    weights float8[] default '{0.5,0.2,0.1,0.2}', half_life interval default '30 days',
+    record boolean default true, candidates integer default 100)
+returns table (document_id bigint, uri text, title text, score float8, overlap float8, graph float8,
+               temporal float8, reference float8, via_content boolean, via_graph boolean)
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+declare
+    kw text[] := sag.extract_keywords(query, source_ids);
+    tsq tsquery;
+    found_rows jsonb;
+begin
+    perform sag._require(channels in ('hybrid', 'knowledge', 'graph'),
+                         format('sag.recall: channels must be hybrid, knowledge or graph, got %L', channels));
+    perform sag.memory_score(strategy, 0, 0, 0, 0, weights);  -- validates strategy and weights up front
+    perform sag._require(top_n >= 1, format('sag.recall: top_n must be >= 1, got %s', top_n));
+    if cardinality(kw) = 0 then
+        return;
+    end if;
+    tsq := to_tsquery('simple', (select string_agg(quote_literal(w), ' | ') from unnest(kw) w));
+    with ents as (
+        select e.key_id, e.score from sag.recall_entities(kw, source_ids, depth) e where channels <> 'knowledge'
+    ), by_content as (
+        select c.document_id, max(ts_rank(c.tsv, tsq)) as rank from sag.chunks c
+         where channels <> 'graph' and c.tsv @@ tsq and (source_ids is null or c.source_id = any(source_ids))
+         group by c.document_id order by 2 desc, 1 limit candidates
+    ), by_graph as (
+        select ev.document_id, max(en.score) as g from ents en
+          join sag.event_keys ek on ek.key_id = en.key_id join sag.events ev on ev.id = ek.event_id
+         group by ev.document_id order by 2 desc, 1 limit candidates
+    ), cand as (
+        select coalesce(bc.document_id, bg.document_id) as document_id, bc.document_id is not null as via_c,
+               bg.document_id is not null as via_g
+          from by_content bc full join by_graph bg on bg.document_id = bc.document_id
+    ), scored as (
+        select d.id, d.uri, d.title, c.via_c, c.via_g,
+               sag.memory_overlap(query, d.title, d.summary,
+                                  (select ch.content from sag.chunks ch where ch.document_id = d.id
+                                    order by sag.text_overlap(query, ch.content) desc, ch.ordinal limit 1)) as o,
+               coalesce((select max(en.score) from sag.events ev join sag.event_keys ek on ek.event_id = ev.id
+                           join ents en on en.key_id = ek.key_id where ev.document_id = d.id), 0) as g,
+               sag.temporal_weight(d.updated_at, now(), half_life) as t,
+               sag.reference_weight((select rs.recall_count from sag.recall_stats rs where rs.document_id = d.id)) as r
+          from cand c join sag.documents d on d.id = c.document_id
+    ), ranked as (
+        select s.*, sag.memory_score(strategy, s.o, s.g, s.t, s.r, weights) as total from scored s
+    )
+    select coalesce(jsonb_agg(jsonb_build_object(
+               'id', k.id, 'uri', k.uri, 'title', k.title, 'total', k.total, 'o', k.o, 'g', k.g, 't', k.t,
+               'r', k.r, 'via_c', k.via_c, 'via_g', k.via_g) order by k.total desc, k.id), '[]')
+      into found_rows
+      from (select * from ranked k where k.total >= min_score order by k.total desc, k.id limit top_n) k;
+    if record then
+        perform sag.record_recall(array(select (r->>'id')::bigint from jsonb_array_elements(found_rows) r),
+                                  array(select (r->>'total')::float8 from jsonb_array_elements(found_rows) r));
+    end if;
+    return query
+    select x.id, x.uri, x.title, x.total, x.o, x.g, x.t, x.r, x.via_c, x.via_g
+      from jsonb_to_recordset(found_rows) as x(id bigint, uri text, title text, total float8, o float8, g float8,
+                                                t float8, r float8, via_c boolean, via_g boolean)
+     order by x.total desc, x.id;
+end;
+$$;
+comment on function sag.recall(text, bigint[], text, text, float8, integer, integer, float8[], interval, boolean, integer) is
+    'Two-channel memory recall (seed §3): keywords (sag.extract_keywords); the content channel (documents whose '
+    'chunks contain a keyword) and the graph channel (keywords -> entities -> get_related -> their documents); '
+    'each document scored by strategy (text_overlap | graph_distance | temporal | reference_count | hybrid) '
+    'with its breakdown; min_score, top_n; channels hybrid | knowledge | graph. Records the results'' recall '
+    'statistics unless record => false. Example: select * from sag.recall(''apple founders'', top_n => 5);';
