@@ -137,3 +137,21 @@ def test_unknown_entity_is_a_named_error(backends: tuple[PostgresKG, SparqlKG]) 
         pg.relations("Nobody")
     with pytest.raises(QueryError, match="Nobody"):
         sparql.relations("Nobody")
+
+
+def test_relations_of_ingested_documents_are_reachable(sag, db_dsn: str) -> None:  # type: ignore[no-untyped-def]
+    import psycopg
+
+    sag.ingest_text("Ada Lovelace worked with Charles Babbage in London.", uri="note-1", source="notes")
+    with psycopg.connect(db_dsn) as conn:
+        ada, babbage = (conn.execute("select id from sag.keys where name = %s", [n]).fetchone()[0]
+                        for n in ("Ada Lovelace", "Charles Babbage"))
+        conn.execute("select sag.add_relation(%s, 'worked with', %s)", [ada, babbage])
+    kg = PostgresKG(sag.db, source="notes")
+    assert "worked_with" in [r for r, _ in kg.relations("Ada Lovelace", question="who worked with Ada?")]
+    got = kg.triples("ada lovelace", ["worked_with"])
+    assert [(t["head"], t["relation"], t["tail"]) for t in got["triples"]] == [
+        ("Ada Lovelace", "worked_with", "Charles Babbage")]
+    # From the other end: an incoming relation.
+    back = kg.triples("Charles Babbage", ["worked_with"])
+    assert [(t["head"], t["tail"]) for t in back["triples"]] == [("Ada Lovelace", "Charles Babbage")]

@@ -112,7 +112,7 @@ class KGAgent:
                 calls += 1
                 content = query.group(1).strip()
                 self.trace.append({"type": "kg_query", "content": content, "call_number": calls})
-                information = self.execute(content, question)
+                information = self.run_query(content, question)
                 self.trace.append({"type": "information", "content": information, "call_number": calls})
                 transcript += f"{response[: query.end()]}\n<information>{information}</information>\n"
                 continue
@@ -125,7 +125,7 @@ class KGAgent:
         answer = ANSWER.search(response)
         return AgentResult(answer.group(1).strip() if answer else None, calls, self.trace)
 
-    def execute(self, query: str, question: str) -> str:
+    def run_query(self, query: str, question: str) -> str:
         """One ``<kg-query>``'s text as the ``<information>`` the model gets back (errors included)."""
         parsed = parse_query(query)
         if parsed is None:

@@ -8,7 +8,8 @@
 -- outside the import's namespace) are not shown, as the seed's STRSTARTS filter does.
 
 -- The key an entity string stands for, in the given source (NULL = all): an imported node with this id, else
--- the node with this name (English names first), else a key with this (lower-cased) name.
+-- the node with this name (English names first), else a key with this name (normalized as sag.named_keys
+-- does: NFKC, lower case, letters and digits only, words joined).
 create or replace function sag.kg_entity(entity text, source text default null)
 returns bigint
 language plpgsql stable
@@ -29,7 +30,8 @@ begin
     end if;
     if found is null then
         select k.id into found from sag.keys k
-         where k.normalized = lower(btrim(entity)) and (sids is null or k.source_id = any (sids))
+         where k.normalized = (select string_agg(sag._fold_word(w), '') from regexp_split_to_table(entity, '\s+') w)
+           and (sids is null or k.source_id = any (sids))
          order by k.event_count desc, k.id limit 1;
     end if;
     return found;
