@@ -64,7 +64,7 @@ def test_agent_loop_registry_validation_and_trace(kg: PostgresKG, openai_server)
     assert info[4] == "people.person.parents"  # Byron's only relation (incoming)
     assert info[5] == "[Could not parse query: get_everything()]"
     assert {t["type"] for t in result.trace} == {"kg_query", "information", "tool_call", "error"}
-    triples_call = [t for t in result.trace if t.get("tool") == "get_triples"][0]
+    triples_call = next(t for t in result.trace if t.get("tool") == "get_triples")
     assert [c["cvt_node_id"] for c in triples_call["cvt_info"]] == ["m.cvt1", "m.cvt1"]
     # The flattened relations became valid choices for later calls.
     assert "person.spouse_s.people.marriage.spouse_1" in agent.seen_relations

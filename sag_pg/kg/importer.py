@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,9 +48,22 @@ def import_rdf(db: Database, paths: Iterable[Path], *, source: str, fmt: str | N
     """Import N-Triples / Turtle files into ``source`` (created if needed); one transaction per batch."""
     report = ImportReport()
     started = time.perf_counter()
-    with db.connect() as conn:
+    # Parsing (Python, holding the GIL) overlaps with loading the previous batch (PostgreSQL; psycopg lets go
+    # of the GIL while it waits): one loader thread, at most one batch in flight.
+    with db.connect() as conn, ThreadPoolExecutor(max_workers=1, thread_name_prefix="kg-load") as loader:
         with conn.transaction():
             source_id = ingest_store.ensure_source(conn, source)
+        in_flight: Future[None] | None = None
+
+        def flush(rows: list[ImportRow]) -> None:
+            nonlocal in_flight
+            if in_flight is not None:
+                in_flight.result()
+                report.seconds = time.perf_counter() - started
+                if on_progress is not None:
+                    on_progress(report)
+            in_flight = loader.submit(_load, conn, source_id, rows, report)
+
         for path in paths:
             report.files.append(str(path))
             reader = RDFReader(namespace=namespace, name_predicates=name_predicates)
@@ -63,13 +77,12 @@ def import_rdf(db: Database, paths: Iterable[Path], *, source: str, fmt: str | N
                     continue
                 pending.append(item)
                 if len(pending) >= batch_rows:
-                    _load(conn, source_id, pending, report)
+                    flush(pending)
                     pending = []
-                    report.seconds = time.perf_counter() - started
-                    if on_progress is not None:
-                        on_progress(report)
             if pending:
-                _load(conn, source_id, pending, report)
+                flush(pending)
+        if in_flight is not None:
+            in_flight.result()
         with conn.transaction():
             store.analyze_graph(conn)  # fresh statistics: the tools' plans depend on them
     report.seconds = time.perf_counter() - started

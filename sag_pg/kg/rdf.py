@@ -26,7 +26,7 @@ from rdflib.plugins.parsers.ntriples import ParseError, W3CNTriplesParser
 
 from ..errors import InputError
 
-__all__ = ["BadLine", "FREEBASE_NS", "ImportRow", "NAME_PREDICATES", "RDFReader"]
+__all__ = ["FREEBASE_NS", "NAME_PREDICATES", "BadLine", "ImportRow", "RDFReader"]
 
 FREEBASE_NS = "http://rdf.freebase.com/ns/"
 XSD = "http://www.w3.org/2001/XMLSchema#"

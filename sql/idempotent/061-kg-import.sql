@@ -33,6 +33,16 @@ begin
     perform sag._require(relation_weight between 0 and 1,
                          format('sag.kg_load_batch: relation_weight must be in [0, 1], got %s', relation_weight));
     select count(*) into triples from sag.kg_import_rows r where r.batch = batch_id;
+    -- Fresh statistics for the joins below: a batch is COPYed just before (the planner would take 50,000 rows
+    -- for a few dozen and pick nested loops), and while a graph is young every batch multiplies its keys and
+    -- relations.  Re-analysed when a batch is at least half their size: O(log n) times in an import.
+    analyze sag.kg_import_rows;
+    if triples * 2 >= (select greatest(c.reltuples, 0) from pg_class c where c.oid = 'sag.keys'::regclass) then
+        analyze sag.keys;
+    end if;
+    if triples * 2 >= (select greatest(c.reltuples, 0) from pg_class c where c.oid = 'sag.relations'::regclass) then
+        analyze sag.relations;
+    end if;
     -- Nodes: every subject, every object that is not a name.  Imported keys have no event: pinned keeps them.
     with nodes as (
         select r.subject as value, 'e'::"char" as kind from sag.kg_import_rows r where r.batch = batch_id
