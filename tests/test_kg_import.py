@@ -52,3 +52,24 @@ def test_import_twice_adds_nothing(db_dsn: str) -> None:
     finally:
         db.close()
     assert (again.triples, again.keys, again.names, again.relations) == (17, 0, 0, 0)
+
+
+def test_turtle_import_and_a_broken_turtle_file(db_dsn: str, tmp_path: Path) -> None:
+    import pytest
+
+    from sag_pg.errors import InputError
+
+    good = tmp_path / "kg.ttl"
+    good.write_text('@prefix ns: <http://rdf.freebase.com/ns/> .\n'
+                    'ns:m.x ns:type.object.name "X"@en ; ns:film.film.directed_by ns:m.y .\n'
+                    'ns:m.y ns:type.object.name "Y"@de .\n', encoding="utf-8")
+    bad = tmp_path / "bad.ttl"
+    bad.write_text("@prefix ns: <http://rdf.freebase.com/ns/> .\nns:m.x ns:p .\n", encoding="utf-8")
+    db = Database(db_dsn)
+    try:
+        report = import_rdf(db, [good], source="ttl")
+        assert (report.triples, report.names, report.relations, report.keys) == (3, 2, 1, 2)
+        with pytest.raises(InputError, match="bad.ttl: not valid Turtle"):
+            import_rdf(db, [bad], source="ttl")
+    finally:
+        db.close()
