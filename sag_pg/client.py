@@ -92,7 +92,7 @@ class SAG:
         """Knowledge-graph tools for agents: RDF import, get_relations / get_triples, the agent loop."""
         from .kg.facade import KnowledgeGraph
 
-        return KnowledgeGraph(self.db, lambda: self.llm)
+        return KnowledgeGraph(self.db, lambda: self.llm, self.settings.prompts_dir)
 
     def extractor(self) -> Extractor:
         # Imported here: the extractors load jieba and sumy, which plain `import sag_pg` should not.

@@ -17,8 +17,10 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from .. import prompts
 from ..errors import LLMError, SagError
 from ..llm import LLM
 from .backends import KGBackend, is_node_id
@@ -30,22 +32,6 @@ ANSWER = re.compile(r"<answer>((?:(?!<answer>).)*?)</answer>", re.DOTALL)
 GET_RELATIONS = re.compile(r"get_relations\s*\(\s*([\"'])(.*?)\1\s*\)", re.DOTALL)
 GET_TRIPLES = re.compile(r"get_triples\s*\(\s*([\"'])(.*?)\1\s*,\s*\[(.*?)\]\s*\)", re.DOTALL)
 MAX_RELATIONS_PER_CALL = 4
-
-SYSTEM = (
-    "You answer questions from a knowledge graph. To look something up, write exactly one of\n"
-    '<kg-query>get_relations("entity")</kg-query>   (the relations of an entity)\n'
-    '<kg-query>get_triples("entity", ["relation1", "relation2"])</kg-query>   (up to 4 relations from the '
-    "latest list)\n"
-    "and wait: the result comes back in <information>...</information>. Copy entity and relation names "
-    "exactly. When you know the answer, write <answer>the answer</answer>."
-)
-FORCE_ANSWER = "You have used all your knowledge-graph queries. Give your final answer now in <answer></answer>."
-FILTER_PROMPT = (
-    "Choose the relations most useful to answer the question, best first, as a JSON list of strings copied "
-    "from the given relations (at most {top_k}).\nQuestion: {question}\nTopic Entity: [\"{entity}\"]\n"
-    "Relations: {relations}\n\nYour Selections: "
-)
-
 
 def parse_query(text: str) -> tuple[str, str, list[str]] | None:
     """("get_relations", entity, []) or ("get_triples", entity, relations: unquoted, deduplicated, <= 4)."""
@@ -79,10 +65,11 @@ class KGAgent:
 
     def __init__(self, kg: KGBackend, llm: LLM, *, filter_llm: LLM | None = None, kg_top_k: int = 10,
                  max_calls: int = 10, limit_per_relation: int = 5, seed: int = 0, backoff: float = 1.0,
-                 max_backoff: float = 4.0) -> None:
+                 max_backoff: float = 4.0, prompts_dir: Path | None = None) -> None:
         self.kg, self.llm, self.filter_llm = kg, llm, filter_llm
         self.kg_top_k, self.max_calls, self.limit_per_relation = kg_top_k, max_calls, limit_per_relation
         self.seed, self.backoff, self.max_backoff = seed, backoff, max_backoff
+        self.prompts_dir = prompts_dir
         self._reset([])
 
     def _reset(self, topic_entities: Sequence[tuple[str, str]]) -> None:
@@ -102,10 +89,11 @@ class KGAgent:
     # -- the loop -------------------------------------------------------------------------------------------
     def ask(self, question: str, topic_entities: Sequence[tuple[str, str]] = ()) -> AgentResult:
         self._reset(topic_entities)
+        system = prompts.render("kg_agent", prompts_dir=self.prompts_dir)
         transcript = f"Question: {question}\n"
         calls = 0
         while calls < self.max_calls:
-            response = self.llm.complete_text(transcript, system=SYSTEM, purpose="kg_agent")
+            response = self.llm.complete_text(transcript, system=system, purpose="kg_agent")
             query = KG_QUERY.search(response)
             answer = ANSWER.search(response)
             if query and (answer is None or query.start() < answer.start()):
@@ -121,7 +109,8 @@ class KGAgent:
             transcript += (f"{response}\nYour response did not contain a valid <kg-query> or <answer> tag. "
                            "Please continue by outputting a valid <kg-query> or <answer>.\n")
         self.trace.append({"type": "error", "content": f"max_calls ({self.max_calls}) reached"})
-        response = self.llm.complete_text(transcript + FORCE_ANSWER, system=SYSTEM, purpose="kg_agent")
+        force = prompts.render("kg_force_answer", prompts_dir=self.prompts_dir)
+        response = self.llm.complete_text(f"{transcript}{force}", system=system, purpose="kg_agent")
         answer = ANSWER.search(response)
         return AgentResult(answer.group(1).strip() if answer else None, calls, self.trace)
 
@@ -215,8 +204,8 @@ class KGAgent:
         """The filter LLM's choice among ``relations``, in its order; the first ones when it fails."""
         limit = limit or self.kg_top_k
         llm = self.filter_llm or self.llm
-        prompt = FILTER_PROMPT.format(top_k=limit, question=question, entity=entity,
-                                      relations=json.dumps(relations, ensure_ascii=False))
+        prompt = prompts.render("kg_filter_relations", prompts_dir=self.prompts_dir, top_k=limit, question=question,
+                                entity=entity, relations=json.dumps(relations, ensure_ascii=False))
         for attempt in range(3):
             try:
                 response = llm.complete_text(prompt, purpose="kg_filter")

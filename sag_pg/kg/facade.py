@@ -23,9 +23,10 @@ __all__ = ["KnowledgeGraph"]
 class KnowledgeGraph:
     """The knowledge-graph tools of one database; ``sparql=`` URLs query an endpoint instead of sag.relations."""
 
-    def __init__(self, db: Database, llm: Callable[[], LLM | None]) -> None:
+    def __init__(self, db: Database, llm: Callable[[], LLM | None], prompts_dir: Path | None = None) -> None:
         self.db = db
         self._llm = llm
+        self.prompts_dir = prompts_dir
 
     def backend(self, *, source: str | None = None, sparql: str | None = None, namespace: str = FREEBASE_NS,
                 whitelist: Sequence[str] | None = None) -> KGBackend:
@@ -61,5 +62,6 @@ class KnowledgeGraph:
         if llm is None:
             raise ConfigError("kg ask needs an LLM: set SAG_LLM (e.g. openai:gpt-4o-mini)")
         agent = KGAgent(self.backend(source=source, sparql=sparql), llm, filter_llm=llm, kg_top_k=kg_top_k,
-                        max_calls=max_calls, limit_per_relation=limit_per_relation, seed=seed)
+                        max_calls=max_calls, limit_per_relation=limit_per_relation, seed=seed,
+                        prompts_dir=self.prompts_dir)
         return agent.ask(question, topic_entities)
