@@ -155,3 +155,20 @@ def test_relations_of_ingested_documents_are_reachable(sag, db_dsn: str) -> None
     # From the other end: an incoming relation.
     back = kg.triples("Charles Babbage", ["worked_with"])
     assert [(t["head"], t["tail"]) for t in back["triples"]] == [("Ada Lovelace", "Charles Babbage")]
+
+
+def test_whitelist_and_its_fallback(backends: tuple[PostgresKG, SparqlKG]) -> None:
+    pg, sparql = backends
+    listed = ["people.person.parents", "people.marriage.spouse", "people.person.spouse_s"]
+    pg.whitelist = sparql.whitelist = listed
+    got = pg.relations("m.ada", question=QUESTION)
+    assert got == sparql.relations("m.ada", question=QUESTION)
+    # Only the listed ones, BM25 over these three now: N = 3, so the scores differ from the full list's.
+    assert [r for r, _ in got] == ["people.person.spouse_s", "people.marriage.spouse", "people.person.parents"]
+    # The CVT's relations go through the whitelist too: location_of_ceremony is not on it.
+    triples = pg.triples("m.ada", ["people.person.spouse_s"], question=QUESTION)
+    assert triples == sparql.triples("m.ada", ["people.person.spouse_s"], question=QUESTION)
+    assert [t["relation"] for t in triples["triples"]] == ["person.spouse_s.people.marriage.spouse_1"]
+    # None of them on the whitelist: all of them, as without one.
+    pg.whitelist = sparql.whitelist = ["nothing.on.it"]
+    assert len(pg.relations("m.ada", question=QUESTION)) == 8

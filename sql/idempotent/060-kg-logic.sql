@@ -111,6 +111,31 @@ comment on function sag.kg_rank_texts(text[], text, float8, float8) is
     'Example: select * from sag.kg_rank_texts(array[''people.person.children'', ''film.film.director''], '
     '''who are the children of Ada?'');';
 
+-- The relations on the whitelist, or all of them when none is (or there is no whitelist): the seed's fallback.
+create or replace function sag._kg_whitelisted(relations text[], whitelist text[])
+returns text[]
+language sql immutable parallel safe
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select coalesce(nullif(array(select r from unnest(relations) with ordinality u(r, o)
+                                  where r = any (whitelist) order by o), '{}'), relations)
+$$;
+
+-- One triple as the tools return it: {head, head_id, relation, tail, tail_id}, the node shown by its name or
+-- else its id; direction out: entity -relation-> node, in: node -relation-> entity.
+create or replace function sag._kg_triple(entity_id text, entity_name text, relation text, direction text,
+                                          node_id text, node_name text)
+returns jsonb
+language sql immutable parallel safe
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select case when direction = 'out'
+                then jsonb_build_object('head', entity_name, 'head_id', entity_id, 'relation', relation,
+                                        'tail', coalesce(nullif(node_name, ''), node_id), 'tail_id', node_id)
+                else jsonb_build_object('head', coalesce(nullif(node_name, ''), node_id), 'head_id', node_id,
+                                        'relation', relation, 'tail', entity_name, 'tail_id', entity_id) end
+$$;
+
 -- get_relations' choice among candidate relations: the whitelist with its fallback (all of them when none is
 -- on it), the meaningless ones out, extra relations (the flattened ones found by get_triples, never on a
 -- whitelist) added, then BM25 against the question (input sorted by name, so ties are alphabetical).
@@ -122,16 +147,10 @@ language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
-    candidates text[] := array(select distinct r from unnest(relations) r where r is not null and r <> '');
-    listed text[];
+    candidates text[] := sag._kg_whitelisted(
+        array(select distinct r from unnest(relations) r where r is not null and r <> ''), whitelist);
 begin
     perform sag._require(top_k >= 1, format('sag.kg_choose_relations: top_k must be >= 1, got %s', top_k));
-    if whitelist is not null and cardinality(whitelist) > 0 then
-        listed := array(select r from unnest(candidates) r where r = any (whitelist));
-        if cardinality(listed) > 0 then
-            candidates := listed;
-        end if;
-    end if;
     candidates := array(
         select r from (select unnest(candidates) union select unnest(coalesce(extra_relations, '{}'))) c(r)
          where not sag.kg_meaningless_relation(r) and r <> '' order by r);
@@ -174,7 +193,6 @@ declare
     cvt record;
     cvt_rel text;
     cvt_rels text[];
-    listed text[];
     base text;
     counters jsonb := '{}';
     n integer;
@@ -210,13 +228,8 @@ begin
         select coalesce(jsonb_agg(t.triple order by t.out desc, t.id), '[]') into part
           from (select x.triple, x.out, x.id
                   from (select h ->> 'direction' = 'out' as out, h ->> 'id' as id,
-                               case when h ->> 'direction' = 'out'
-                                    then jsonb_build_object('head', entity_name, 'head_id', entity_id, 'relation', rel,
-                                                            'tail', coalesce(nullif(h ->> 'name', ''), h ->> 'id'),
-                                                            'tail_id', h ->> 'id')
-                                    else jsonb_build_object('head', coalesce(nullif(h ->> 'name', ''), h ->> 'id'),
-                                                            'head_id', h ->> 'id', 'relation', rel,
-                                                            'tail', entity_name, 'tail_id', entity_id) end as triple
+                               sag._kg_triple(entity_id, entity_name, rel, h ->> 'direction', h ->> 'id',
+                                              h ->> 'name') as triple
                           from jsonb_array_elements(hop1) h
                          where h ->> 'relation' = rel and not sag.kg_is_cvt(h ->> 'id', h ->> 'name')) x
                  order by sag._kg_sample_order(seed, rel || ':' || (x.out)::text || ':' || x.id)
@@ -230,12 +243,7 @@ begin
             cvt_rels := array(select distinct e ->> 'relation' from jsonb_array_elements(hop2) e
                                where e ->> 'cvt' = cvt.id and e ->> 'direction' = cvt.direction
                                  and not sag.kg_meaningless_relation(e ->> 'relation') order by 1);
-            if whitelist is not null and cardinality(whitelist) > 0 then
-                listed := array(select r from unnest(cvt_rels) r where r = any (whitelist));
-                if cardinality(listed) > 0 then
-                    cvt_rels := listed;
-                end if;
-            end if;
+            cvt_rels := sag._kg_whitelisted(cvt_rels, whitelist);
             foreach cvt_rel in array cvt_rels loop
                 base := case when cvt.direction = 'out' then sag.kg_flatten_name(rel, cvt_rel)
                              else sag.kg_flatten_name(cvt_rel, rel) end;
@@ -314,14 +322,8 @@ as $$
     select coalesce(jsonb_agg(t.triple order by t.id), '[]')
       from (select x.triple, x.id
               from (select e ->> 'id' as id,
-                           case when mapping ->> 'direction' = 'out'
-                                then jsonb_build_object('head', entity_name, 'head_id', entity_id,
-                                                        'relation', flatten_relation,
-                                                        'tail', coalesce(nullif(e ->> 'name', ''), e ->> 'id'),
-                                                        'tail_id', e ->> 'id')
-                                else jsonb_build_object('head', coalesce(nullif(e ->> 'name', ''), e ->> 'id'),
-                                                        'head_id', e ->> 'id', 'relation', flatten_relation,
-                                                        'tail', entity_name, 'tail_id', entity_id) end as triple
+                           sag._kg_triple(entity_id, entity_name, flatten_relation, mapping ->> 'direction',
+                                          e ->> 'id', e ->> 'name') as triple
                       from jsonb_array_elements(hop2) e
                      where e ->> 'cvt' = mapping ->> 'cvt_node_id' and e ->> 'direction' = mapping ->> 'direction'
                        and e ->> 'relation' = mapping ->> 'cvt_relation'
