@@ -36,6 +36,10 @@ def test_parse_query_follows_the_seed() -> None:
     assert parse_query("get_triples('m.ada', ['a', \"b\", 'a', 'c', 'd', 'e'])") == (
         "get_triples", "m.ada", ["a", "b", "c", "d"])
     assert parse_query("get_everything('x')") is None
+    # Relations written with the ns: prefix or as the full IRI are the dotted names the tools show.
+    assert parse_query('get_triples("m.ada", ["ns:people.person.parents", '
+                       '"<http://rdf.freebase.com/ns/people/person/parents>"])') == (
+        "get_triples", "m.ada", ["people.person.parents"])
 
 
 def test_agent_loop_registry_validation_and_trace(kg: PostgresKG, openai_server) -> None:  # type: ignore[no-untyped-def]

@@ -24,8 +24,9 @@ from .. import prompts
 from ..errors import LLMError, SagError
 from ..llm import LLM
 from .backends import KGBackend, is_node_id
+from .rdf import FREEBASE_NS
 
-__all__ = ["AgentResult", "KGAgent", "parse_query"]
+__all__ = ["AgentResult", "KGAgent", "normalize_relation", "parse_query"]
 
 KG_QUERY = re.compile(r"<kg-query>((?:(?!<kg-query>).)*?)</kg-query>", re.DOTALL)
 ANSWER = re.compile(r"<answer>((?:(?!<answer>).)*?)</answer>", re.DOTALL)
@@ -33,8 +34,18 @@ GET_RELATIONS = re.compile(r"get_relations\s*\(\s*([\"'])(.*?)\1\s*\)", re.DOTAL
 GET_TRIPLES = re.compile(r"get_triples\s*\(\s*([\"'])(.*?)\1\s*,\s*\[(.*?)\]\s*\)", re.DOTALL)
 MAX_RELATIONS_PER_CALL = 4
 
+def normalize_relation(relation: str, namespace: str = FREEBASE_NS) -> str:
+    """A relation as the tools name it: ``ns:`` or the namespace IRI cut off, ``/`` read as ``.``."""
+    relation = relation.strip().strip("<>")
+    for prefix in ("ns:", namespace):
+        if relation.startswith(prefix):
+            relation = relation[len(prefix):].replace("/", ".")
+    return relation
+
+
 def parse_query(text: str) -> tuple[str, str, list[str]] | None:
-    """("get_relations", entity, []) or ("get_triples", entity, relations: unquoted, deduplicated, <= 4)."""
+    """("get_relations", entity, []) or ("get_triples", entity, relations: unquoted, normalized (see
+    :func:`normalize_relation`), deduplicated, <= 4)."""
     text = text.strip()
     found = GET_RELATIONS.match(text)
     if found:
@@ -44,8 +55,10 @@ def parse_query(text: str) -> tuple[str, str, list[str]] | None:
         relations: list[str] = []
         for part in found.group(3).split(","):
             part = part.strip()
-            if len(part) >= 2 and part[0] == part[-1] and part[0] in "\"'" and part[1:-1] not in relations:
-                relations.append(part[1:-1])
+            if len(part) >= 2 and part[0] == part[-1] and part[0] in "\"'":
+                relation = normalize_relation(part[1:-1])
+                if relation not in relations:
+                    relations.append(relation)
         return "get_triples", found.group(2).strip(), relations[:MAX_RELATIONS_PER_CALL]
     return None
 
