@@ -126,6 +126,10 @@ def test_sampling_is_reproducible(backends: tuple[PostgresKG, SparqlKG]) -> None
     tails = [t["tail"] for t in first["triples"]]
     assert len(tails) == 5 and set(tails) <= {f"Language {i}" for i in range(1, 9)}
     assert any([t["tail"] for t in pg.triples("m.ada", rel, seed=s)["triples"]] != tails for s in range(1, 5))
+    # When the LIMIT bites (2 x 3 = 6 of 8 neighbours), both backends cut the same six: the first by id.
+    cut = pg.triples("m.ada", rel, seed=7, limit_per_relation=3)
+    assert cut == sparql.triples("m.ada", rel, seed=7, limit_per_relation=3)
+    assert len(cut["triples"]) == 3 and {t["tail_id"] for t in cut["triples"]} <= {f"m.l{i}" for i in range(1, 7)}
 
 
 def test_unknown_entity_is_a_named_error(backends: tuple[PostgresKG, SparqlKG]) -> None:

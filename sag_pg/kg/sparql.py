@@ -2,8 +2,9 @@
 same SQL logic as for PostgreSQL (sag.kg_choose_relations, sag.kg_assemble_triples) filters, ranks and
 flattens them.
 
-The queries are the seed's with full IRIs in place of ``ns:`` prefixed names: Oxigraph 0.5 rejects a local
-name with two dots (``ns:people.person.spouse_s``), and a full IRI means the same on every engine.  The
+The queries are the seed's with full IRIs in place of ``ns:`` prefixed names (Oxigraph 0.5 rejects a local
+name with two dots, ``ns:people.person.spouse_s``; a full IRI means the same on every engine) and an ORDER BY
+before each LIMIT, so that a limit cuts the same rows as sag.kg_relations / sag.kg_triples do (by id).  The
 endpoint is spoken to with the SPARQL 1.1 protocol (POST, JSON results) through the standard library.
 """
 
@@ -77,7 +78,7 @@ class SparqlKG:
     {pattern} .
     FILTER(isIRI(?relation))
     FILTER(STRSTARTS(STR(?relation), "{self.namespace}"))
-}} LIMIT {limit}""")
+}} ORDER BY ?relation LIMIT {limit}""")
         return [self._node(b["relation"]) for b in rows if "relation" in b]
 
     def _neighbours(self, node_id: str, relation: str, direction: str, limit: int) -> list[dict[str, str]]:
@@ -88,7 +89,7 @@ class SparqlKG:
     {pattern} .
     OPTIONAL {{ ?node {name} ?name_en . FILTER(LANGMATCHES(LANG(?name_en), 'en')) }}
     OPTIONAL {{ ?node {name} ?name_any . }}
-}} GROUP BY ?node LIMIT {limit}""")
+}} GROUP BY ?node ORDER BY ?node LIMIT {limit}""")
         return [{"id": self._node(b["node"]),
                  "name": b.get("preferred_name", {}).get("value", "") or b.get("fallback_name", {}).get("value", "")}
                 for b in rows if "node" in b]
