@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .graph import KnowledgeGraph, Memory
     from .ingest.extractors import Extractor
     from .ingest.runner import DocumentCallback, IngestReport
+    from .kg.facade import KnowledgeGraph
     from .search.result import SearchResult
     from .search.retrieve import RetrievalParams
 
@@ -89,6 +90,13 @@ class SAG:
             self._llm = make_llm(self.settings)
             self._llm_resolved = True
         return self._llm
+
+    @cached_property
+    def kg(self) -> KnowledgeGraph:
+        """Knowledge-graph tools for agents: RDF import, get_relations / get_triples, the agent loop."""
+        from .kg.facade import KnowledgeGraph
+
+        return KnowledgeGraph(self.db, lambda: self.llm, self.settings.prompts_dir)
 
     def extractor(self) -> Extractor:
         # Imported here: the extractors load jieba and sumy, which plain `import sag_pg` should not.

@@ -66,6 +66,10 @@ VALUES: dict[str, dict[str, str]] = {
     "extract_relations": {"events": "1. Steve Jobs founded Apple in 1976.\n   keys: Steve Jobs; Apple; 1976"},
     "cluster_title": {"size": "3", "keys": "- 曹操\n- 官渡\n- 袁绍",
                       "events": "- 公元200年，曹操与袁绍在官渡展开决战。\n- 曹操奇袭乌巢。"},
+    "kg_agent": {},
+    "kg_force_answer": {},
+    "kg_filter_relations": {"top_k": "10", "question": "Who was Ada Lovelace's husband?", "entity": "Ada Lovelace",
+                            "relations": '["people.person.spouse_s", "people.person.parents"]'},
 }
 
 

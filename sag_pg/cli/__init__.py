@@ -15,12 +15,13 @@ from .db import db
 from .demo import demo
 from .graph import graph
 from .ingest import delete, ingest, source, sources, stats
+from .kg import kg
 from .memory import memory
 from .root import cli
 from .search import search
 
 for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, delete, source, sources, stats,
-                graph, memory):
+                graph, memory, kg):
     cli.add_command(command)
 
 
