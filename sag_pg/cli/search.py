@@ -23,9 +23,11 @@ from ._common import AppContext, echo_json, pass_app
 @click.option("--sql", help="Restriction, e.g. \"key.type = 'time' AND key.value_number >= 2000\".")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--explain", is_flag=True, help="Show the keys of every hop and each chunk's score components.")
+@click.option("--strategy", type=click.Choice(["sag", "local"]), default="sag", show_default=True,
+              help="local: GraphRAG local search's context tables (needs `sag-pg communities build` for reports).")
 @pass_app
 def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all_sources: bool, top_n: int,
-           keys: tuple[str, ...], sql: str | None, as_json: bool, explain: bool) -> None:
+           keys: tuple[str, ...], sql: str | None, as_json: bool, explain: bool, strategy: str) -> None:
     """Search the knowledge base.
 
     Example:
@@ -33,6 +35,13 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
         sag-pg search "Who did Ada Lovelace work with?" --top-n 5 --explain
     """
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
+    if strategy == "local":  # GraphRAG (sag_pg.graphrag.local)
+        context = app.sag().local_context(query, source=source)
+        if as_json:
+            echo_json(context)
+        else:
+            click.echo(context["context_text"] or "no context")
+        return
     result = app.sag().search(query, keys=list(keys) or None, sql=sql, mode=mode, source=source, top_n=top_n)
     if as_json:
         data = result.to_dict()
