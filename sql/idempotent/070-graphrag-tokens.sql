@@ -46,3 +46,10 @@ as $$
     select case when coalesce(cardinality(rows), 0) = 0 then ''
                 else '-----' || name || '-----' || E'\n' || header || E'\n' || array_to_string(rows, E'\n') end
 $$;
+
+-- What a table costs before its first row: its -----name----- line and its header, with their line breaks.
+create or replace function sag._table_overhead(name text, header text)
+returns integer
+language sql immutable parallel safe
+set search_path = pg_catalog, sag, public, pg_temp
+return sag.estimate_tokens('-----' || name || '-----') + sag.estimate_tokens(header) + 2;

@@ -108,7 +108,7 @@ begin
                                         'rank', l.rank) order by l.rank)
       into ent_rows, ent_json
       from lines l;
-    n := sag.pack_rows(ent_rows, budget_local - sag.estimate_tokens(h_ent) - 1);
+    n := sag.pack_rows(ent_rows, budget_local - sag._table_overhead('Entities', h_ent));
     ent_rows := ent_rows[1:n];
     ent_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(ent_json) with ordinality t(j, o)
                            where o <= n), '[]'::jsonb);
@@ -151,7 +151,7 @@ begin
                      order by k.n)
       into rel_rows, rel_json
       from kept k;
-    n := sag.pack_rows(rel_rows, budget_local - used_entities - sag.estimate_tokens(h_rel) - 1);
+    n := sag.pack_rows(rel_rows, budget_local - used_entities - sag._table_overhead('Relationships', h_rel));
     rel_rows := rel_rows[1:n];
     rel_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(rel_json) with ordinality t(j, o)
                            where o <= n), '[]'::jsonb);
@@ -175,7 +175,7 @@ begin
                                         'matches', r.matches, 'rating', r.rating) order by r.n)
       into rep_rows, rep_json
       from ranked r;
-    n := sag.pack_rows(rep_rows, budget_reports - sag.estimate_tokens(h_rep) - 1);
+    n := sag.pack_rows(rep_rows, budget_reports - sag._table_overhead('Reports', h_rep));
     rep_rows := rep_rows[1:n];
     rep_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(rep_json) with ordinality t(j, o)
                            where o <= n), '[]'::jsonb);
@@ -195,7 +195,7 @@ begin
            jsonb_agg(jsonb_build_object('id', r.chunk_id, 'text', r.content, 'entities', r.entities) order by r.n)
       into src_rows, src_json
       from ranked r;
-    n := sag.pack_rows(src_rows, budget_sources - sag.estimate_tokens(h_src) - 1);
+    n := sag.pack_rows(src_rows, budget_sources - sag._table_overhead('Sources', h_src));
     src_rows := src_rows[1:n];
     src_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(src_json) with ordinality t(j, o)
                            where o <= n), '[]'::jsonb);

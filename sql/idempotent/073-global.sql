@@ -39,7 +39,7 @@ begin
              where c.run_id = run and c.level = report_batches.level and r.rating >= min_rating
         )
         select r.id, r.title, r.full_content, r.rating,
-               round(r.units::numeric / nullif(max(r.units) over (), 0), 4) as weight
+               coalesce(round(r.units::numeric / nullif(max(r.units) over (), 0), 4), 0) as weight
           from reports r
          order by r.rating desc, r.units desc, r.id
     loop
