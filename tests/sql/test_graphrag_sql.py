@@ -139,3 +139,24 @@ def test_no_hierarchy_is_not_found(db_conn: psycopg.Connection) -> None:
     GraphBuilder(db_conn).source("one")
     with pytest.raises(psycopg.errors.NoDataFound, match="communities build"):
         db_conn.execute("select * from sag.report_batches('one', 0, 100)")
+
+
+GRAPHRAG_FUNCTIONS = ["community_digest", "community_report", "community_reports", "estimate_tokens",
+                      "hierarchy_levels", "hierarchy_run", "local_context", "membership_hash", "nearest_reports",
+                      "pack_rows", "reduce_points", "report_batches", "reuse_community_reports"]
+
+
+def test_public_functions_are_documented_and_pin_search_path(db_conn: psycopg.Connection) -> None:
+    found = db_conn.execute(
+        "select p.proname, obj_description(p.oid, 'pg_proc') is not null, "
+        "'search_path=pg_catalog, sag, public, pg_temp' = any (p.proconfig) "
+        "from pg_proc p where p.pronamespace = 'sag'::regnamespace and p.proname = any (%s) order by 1",
+        [GRAPHRAG_FUNCTIONS]).fetchall()
+    assert found == [(name, True, True) for name in GRAPHRAG_FUNCTIONS]
+
+
+def test_membership_hash_ignores_order(db_conn: psycopg.Connection) -> None:
+    # The md5 of the ids sorted and joined by commas: equal sets, equal hashes; other sets differ.
+    a, b, c = (one(db_conn, "select sag.membership_hash(%s::bigint[])", [ids]) for ids in ([3, 1, 2], [1, 2, 3], [1, 2]))
+    assert a == b != c
+    assert a == one(db_conn, "select md5('1,2,3')")
