@@ -25,7 +25,6 @@ from sag_pg.llm.openai_llm import OpenAILLM
 
 from .openai_server import FakeOpenAIServer, Scripted
 
-
 TECH = [p for p in demo_paths() if p.parent.name == "tech-company"]
 
 
@@ -122,7 +121,7 @@ def test_local_context_on_the_demo(demo: SAG) -> None:
         assert 0 < ctx["tokens"][table] <= budget
     assert ctx["tokens"]["entities"] + ctx["tokens"]["relationships"] <= 4200
     text = ctx["context_text"]
-    sections = re.findall(r"^-----(\w+)-----$", text, flags=re.M)
+    sections = re.findall(r"^-----(\w+)-----$", text, flags=re.MULTILINE)
     assert sections == ["Reports", "Entities", "Relationships", "Sources"]
     assert "Wozniak" in text
 

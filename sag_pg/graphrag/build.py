@@ -41,7 +41,7 @@ class BuildParams:
     communities get no report; ``digest_events``: events a report is written from; ``top_keys``: keys kept per
     community (its findings)."""
 
-    cluster: ClusterParams = ClusterParams()
+    cluster: ClusterParams = field(default_factory=ClusterParams)
     max_levels: int | None = 3
     min_report_size: int = 2
     digest_events: int = 40

@@ -48,7 +48,9 @@ class DriftParams:
     level: int | None = None
     reduce_max_tokens: int = 8_000
     response_type: str = "multiple paragraphs"
-    local: LocalParams = LocalParams(max_tokens=6_000, text_unit_prop=0.9, community_prop=0.1)
+    # GraphRAG's DRIFT local searches: mostly text units, a smaller budget than a plain local search.
+    local: LocalParams = field(default_factory=lambda: LocalParams(max_tokens=6_000, text_unit_prop=0.9,
+                                                                   community_prop=0.1))
 
     def validate(self) -> None:
         for name in ("n_depth", "k_followups", "primer_k", "primer_folds", "follow_ups"):

@@ -10,6 +10,8 @@ first.
 
 from __future__ import annotations
 
+import itertools
+
 import networkx as nx
 
 from ..cluster import graph as g
@@ -38,7 +40,7 @@ def dendrogram_levels(graph: nx.Graph, *, resolution: float = 1.0, random_state:
 def parents(levels: list[Level]) -> list[list[int | None]]:
     """For each level, each community's index in the level above (None on level 0)."""
     out: list[list[int | None]] = [[None] * len(levels[0])] if levels else []
-    for above, below in zip(levels, levels[1:], strict=False):
+    for above, below in itertools.pairwise(levels):
         where = {event: i for i, members in enumerate(above) for event in members}
         out.append([where[members[0]] for members in below])
     return out
