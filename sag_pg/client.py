@@ -236,10 +236,10 @@ class SAG:
                       params: LocalParams | None = None) -> dict[str, Any]:
         """GraphRAG local search's context tables (``sag.local_context``), no LLM needed."""
         from .graphrag import LocalParams, build_local_context
-        from .graphrag.ask import one_source
+        from .graphrag.ask import one_source, sql_errors
 
         embedder = self.embedder
-        with self.db.connect() as conn:
+        with sql_errors(), self.db.connect() as conn:
             return build_local_context(conn, embedder, query, one_source(source), params or LocalParams())
 
     def configure_source(self, name: str, *, key_types: dict[str, float] | None = None,

@@ -356,3 +356,21 @@ def test_llm_reports_are_json_validated_and_fall_back_to_extractive(db_dsn: str,
     assert rows(db_dsn, "select distinct rating, findings from sag.community_reports where kind = 'llm'") == [
         (7.5, [{"summary": "F", "explanation": "X", "rating": 3.0}])]
     assert result.prompt_tokens == 20 * (result.reports_written - 1)
+
+
+def test_no_hierarchy_and_bad_parameters_are_named_errors(db_dsn: str, tmp_path: Path,
+                                                          openai_server: FakeOpenAIServer) -> None:
+    from sag_pg.errors import NotFoundError, QueryError
+    from sag_pg.graphrag import LocalParams
+
+    settings = Settings(database_url=db_dsn, home=tmp_path / "home")
+    SAG(settings=settings).ingest_text("Ada Lovelace met Charles Babbage in 1833.", uri="n1", source="s")
+    sag = SAG(settings=settings, llm=llm_for(openai_server))
+    with pytest.raises(NotFoundError, match="communities build"):
+        sag.ask("Themes?", mode="global", source="s")
+    with pytest.raises(QueryError, match="text_unit_prop"):
+        sag.local_context("Ada?", source="s", params=LocalParams(text_unit_prop=0.9, community_prop=0.2))
+    with pytest.raises(NotFoundError):
+        sag.local_context("Ada?", source="nope")
+    assert sag.local_context("Ada?", source="s")["reports"] == []  # no hierarchy: the other tables only
+    assert openai_server.chat_count == 0
