@@ -11,7 +11,9 @@
 --                  selected entities the outside end co-occurs with), weight; at most top_k_relationships per
 --                  selected entity.
 --   reports:       the communities (of one level of the latest hierarchy) holding the entities' events, by how
---                  many selected entities they hold, then their rating.
+--                  many selected entities they hold, then their rating; content = the report's summary
+--                  (GraphRAG's use_community_summary: a full report, with its findings, would take the reports'
+--                  whole share of the budget on its own).
 --   sources:       the chunks holding the entities, by the best rank of an entity they hold, then how many
 --                  selected entities they hold.
 
@@ -166,12 +168,12 @@ begin
          group by ce.cluster_id
     ),
     ranked as (
-        select m.cluster_id, m.matches, r.title, r.full_content, r.rating,
+        select m.cluster_id, m.matches, r.title, r.summary as content, r.rating,
                row_number() over (order by m.matches desc, r.rating desc, m.cluster_id) as n
           from matched m join sag.community_reports r on r.cluster_id = m.cluster_id
     )
-    select array_agg(concat_ws('|', r.cluster_id, sag._cell(r.title), sag._cell(r.full_content)) order by r.n),
-           jsonb_agg(jsonb_build_object('id', r.cluster_id, 'title', r.title, 'content', r.full_content,
+    select array_agg(concat_ws('|', r.cluster_id, sag._cell(r.title), sag._cell(r.content)) order by r.n),
+           jsonb_agg(jsonb_build_object('id', r.cluster_id, 'title', r.title, 'content', r.content,
                                         'matches', r.matches, 'rating', r.rating) order by r.n)
       into rep_rows, rep_json
       from ranked r;
