@@ -374,3 +374,24 @@ def test_no_hierarchy_and_bad_parameters_are_named_errors(db_dsn: str, tmp_path:
         sag.local_context("Ada?", source="nope")
     assert sag.local_context("Ada?", source="s")["reports"] == []  # no hierarchy: the other tables only
     assert openai_server.chat_count == 0
+
+
+def test_ask_cli_global_mode_prints_the_answer_and_its_tokens(demo: SAG, db_dsn: str, tmp_path: Path,
+                                                               openai_server: FakeOpenAIServer) -> None:
+    def respond(request: dict[str, Any]) -> str:
+        prompt = request["messages"][-1]["content"]
+        if "---Analyst Reports---" in prompt:
+            return "Apple's story."
+        return json.dumps({"points": [{"description": "Apple [Data: Reports (1)]", "score": 70}]})
+
+    openai_server.responder = respond
+    env = {"SAG_DATABASE_URL": db_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "openai:fake",
+           "SAG_LLM_BASE_URL": openai_server.base_url, "SAG_EMBEDDER": ""}
+    out = CliRunner().invoke(cli, ["ask", "Themes?", "--mode", "global", "--source", "demo", "--json"], env=env)
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    n = openai_server.chat_count
+    assert data["answer"] == "Apple's story." and data["mode"] == "global"
+    assert (data["llm_calls"], data["prompt_tokens"], data["output_tokens"]) == (n, 10 * n, 5 * n)
+    shown = CliRunner().invoke(cli, ["ask", "Themes?", "--mode", "global", "--source", "demo"], env=env)
+    assert "Apple's story." in shown.output and "global mode" in shown.output
