@@ -31,9 +31,10 @@ if TYPE_CHECKING:
     from .dataflow import DataflowParams
     from .db.memory import Recalled
     from .graph import KnowledgeGraph, Memory
+    from .graphrag import BuildParams, BuildResult, LocalParams
     from .ingest.extractors import Extractor
     from .ingest.runner import DocumentCallback, IngestReport
-    from .kg.facade import KnowledgeGraph
+    from .kg.facade import KnowledgeGraph as KGTools
     from .search.result import SearchResult
     from .search.retrieve import RetrievalParams
 
@@ -92,7 +93,7 @@ class SAG:
         return self._llm
 
     @cached_property
-    def kg(self) -> KnowledgeGraph:
+    def kg(self) -> KGTools:
         """Knowledge-graph tools for agents: RDF import, get_relations / get_triples, the agent loop."""
         from .kg.facade import KnowledgeGraph
 
@@ -200,9 +201,20 @@ class SAG:
             top_n: int = 10, keys: Sequence[str] | None = None, sql: str | None = None, **deep: Any) -> Answer:
         """Search, then the LLM answers citing chunk ids; ``mode`` fast | normal | deep (deep: a DAG of
         sub-questions with a ReAct check; the returned DeepAnswer carries the whole ``trace``; options such
-        as ``max_rounds`` and ``max_llm_calls`` go to :func:`sag_pg.answer.deep_ask`)."""
+        as ``max_rounds`` and ``max_llm_calls`` go to :func:`sag_pg.answer.deep_ask`), or GraphRAG's local |
+        global | drift (:func:`sag_pg.graphrag.graphrag_ask`; ``params=`` LocalParams, GlobalParams or
+        DriftParams; needs ``sag-pg communities build`` first)."""
         from .answer import ask, deep_ask
 
+        if mode in ("local", "global", "drift"):  # GraphRAG (sag_pg.graphrag); options: params=, concurrency=
+            from .graphrag import graphrag_ask
+
+            if keys or sql:
+                raise QueryError(f"keys and sql are not used in {mode} mode")
+            return graphrag_ask(self.db, self.embedder, self.llm, question, mode=mode, source=source,  # type: ignore[return-value]
+                                params=deep.pop("params", None),
+                                concurrency=deep.pop("concurrency", self.settings.llm_concurrency),
+                                prompts_dir=self.settings.prompts_dir)
         if mode == "deep":
             if keys:
                 raise QueryError("keys are chosen by the LLM in deep mode; use fast or normal mode to give them")
@@ -254,6 +266,26 @@ class SAG:
 
         return cluster_events(self.db, selection, params or ClusterParams(), llm=self.llm,
                               prompts_dir=self.settings.prompts_dir)
+
+    def build_communities(self, selection: EventSelection, params: BuildParams | None = None, *,
+                          offline: bool = False) -> BuildResult:
+        """The GraphRAG community hierarchy of the selected events and a report per community (LLM reports
+        unless ``offline`` or no LLM; extractive otherwise); reports of unchanged communities are reused."""
+        from .graphrag import BuildParams, build_communities
+
+        return build_communities(self.db, self.embedder, selection, params or BuildParams(),
+                                 llm=None if offline else self.llm, concurrency=self.settings.llm_concurrency,
+                                 prompts_dir=self.settings.prompts_dir)
+
+    def local_context(self, query: str, *, source: str | Sequence[str] | None = DEFAULT_SOURCE,
+                      params: LocalParams | None = None) -> dict[str, Any]:
+        """GraphRAG local search's context tables (``sag.local_context``), no LLM needed."""
+        from .graphrag import LocalParams, build_local_context
+        from .graphrag.ask import one_source, sql_errors
+
+        embedder = self.embedder
+        with sql_errors(), self.db.connect() as conn:
+            return build_local_context(conn, embedder, query, one_source(source), params or LocalParams())
 
     def configure_source(self, name: str, *, key_types: dict[str, float] | None = None,
                          synonyms: dict[str, str] | None = None, alignment: dict[str, Any] | None = None,

@@ -12,7 +12,7 @@ from alembic import op
 from sag_pg.db.sqlfiles import apply_incremental
 
 revision = "0007"
-down_revision = "0006"  # needs sag.relations (0006); the lead re-chains the numbers when merging
+down_revision = "0006"  # needs sag.relations (0006)
 branch_labels = None
 depends_on = None
 

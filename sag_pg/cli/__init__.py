@@ -11,6 +11,7 @@ from ._common import run_main
 from .ask import ask
 from .bench import bench, bench_scale
 from .cluster import cluster
+from .communities import communities
 from .db import db
 from .demo import demo
 from .graph import graph
@@ -23,6 +24,7 @@ from .search import search
 for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, delete, source, sources, stats,
                 graph, memory, kg):
     cli.add_command(command)
+cli.add_command(communities)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

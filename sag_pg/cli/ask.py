@@ -15,9 +15,10 @@ from ._common import AppContext, echo_json, pass_app
 
 @click.command()
 @click.argument("question")
-@click.option("--mode", type=click.Choice(["fast", "normal", "deep"]), default="fast", show_default=True,
-              help="fast: search, then answer. normal: the LLM rewrites the question first. "
-              "deep: a plan of sub-questions, searched step by step (see --max-rounds).")
+@click.option("--mode", type=click.Choice(["fast", "normal", "deep", "local", "global", "drift"]), default="fast",
+              show_default=True, help="fast: search, then answer. normal: the LLM rewrites the question first. "
+              "deep: a plan of sub-questions, searched step by step (see --max-rounds). local, global, drift: "
+              "GraphRAG over the community reports (`sag-pg communities build` first).")
 @click.option("--source", "sources", multiple=True, help="Source to search (repeatable). Default: default.")
 @click.option("--all-sources", is_flag=True, help="Search every source.")
 @click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True,

@@ -24,8 +24,9 @@ from .dataflow_trail import print_trail, search_arguments
 @click.option("--sql", help="Restriction, e.g. \"key.type = 'time' AND key.value_number >= 2000\".")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--explain", is_flag=True, help="Show the keys of every hop and each chunk's score components.")
-@click.option("--strategy", type=click.Choice(["sag", "dataflow"]), default="sag", show_default=True,
-              help="sag: SAG's retrieval. dataflow: DataFlow activation (docs/retrieval.md).")
+@click.option("--strategy", type=click.Choice(["sag", "dataflow", "local"]), default="sag", show_default=True,
+              help="sag: SAG's retrieval. dataflow: DataFlow activation (docs/retrieval.md). local: GraphRAG local "
+                   "search's context tables (needs `sag-pg communities build` for reports).")
 @click.option("--depth", type=click.IntRange(min=0), help="dataflow: hops of the propagation [default: 3].")
 @click.option("--breadth", type=click.IntRange(min=1), help="dataflow: events kept per event and hop [default: 5].")
 @click.option("--focus", multiple=True, help="dataflow: a preferred topic or tag (repeatable).")
@@ -40,6 +41,13 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
         sag-pg search "Who did Ada Lovelace work with?" --top-n 5 --explain
     """
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
+    if strategy == "local":  # GraphRAG (sag_pg.graphrag.local)
+        context = app.sag().local_context(query, source=source)
+        if as_json:
+            echo_json(context)
+        else:
+            click.echo(context["context_text"] or "no context")
+        return
     result = app.sag().search(query, keys=list(keys) or None, sql=sql, mode=mode, source=source, top_n=top_n,
                               **search_arguments(strategy, depth, breadth, focus))
     if as_json:

@@ -1,0 +1,229 @@
+-- GraphRAG local search context (issue 19, ../shared/seeds/graphrag-query.md "Local Search"), built in SQL
+-- from the same knowledge base: keys are the entities, two keys held by one event a relationship (weight =
+-- the events they share), chunks the text units, community reports the reports.  Re-applied on every upgrade.
+--
+-- The budget (max_tokens, sag.estimate_tokens) is split as GraphRAG splits it: community_prop for the reports,
+-- text_unit_prop for the sources, the rest for entities then relationships; each table keeps the longest
+-- prefix of its ranked rows that fits its share (sag.pack_rows).
+--   entities:      the top_k_entities keys (with at least one event) nearest to the query embedding, taken from
+--                  top_k_entities * oversample nearest keys (GraphRAG's oversample_scaler).
+--   relationships: in-network pairs (both ends selected) by weight, then out-network pairs by links (how many
+--                  selected entities the outside end co-occurs with), weight; at most top_k_relationships per
+--                  selected entity.
+--   reports:       the communities (of one level of the latest hierarchy) holding the entities' events, by how
+--                  many selected entities they hold, then their rating; content = the report's summary
+--                  (GraphRAG's use_community_summary: a full report, with its findings, would take the reports'
+--                  whole share of the budget on its own).
+--   sources:       the chunks holding the entities, by the best rank of an entity they hold, then how many
+--                  selected entities they hold.
+
+create or replace function sag.local_context(
+    query text,
+    query_embedding vector default null,
+    source text default 'default',
+    level integer default null,
+    top_k_entities integer default 10,
+    oversample float8 default 2.0,
+    top_k_relationships integer default 10,
+    max_tokens integer default 12000,
+    text_unit_prop float8 default 0.5,
+    community_prop float8 default 0.15)
+returns jsonb
+language plpgsql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+declare
+    bound jsonb := sag.bound_embedder();
+    sids bigint[];
+    run bigint;
+    lvl integer;
+    budget_reports integer;
+    budget_sources integer;
+    budget_local integer;
+    selected bigint[];
+    ent_rows text[]; ent_json jsonb;
+    rel_rows text[]; rel_json jsonb;
+    rep_rows text[]; rep_json jsonb;
+    src_rows text[]; src_json jsonb;
+    n integer;
+    used_entities integer;
+    h_ent constant text := 'id|entity|description|number of relationships';
+    h_rel constant text := 'id|source|target|description|weight|links';
+    h_rep constant text := 'id|title|content';
+    h_src constant text := 'id|text';
+    tables text[];
+begin
+    perform sag._require(top_k_entities >= 1, format('sag.local_context: top_k_entities must be >= 1, got %s', top_k_entities));
+    perform sag._require(oversample >= 1, format('sag.local_context: oversample must be >= 1, got %s', oversample));
+    perform sag._require(top_k_relationships >= 0,
+                         format('sag.local_context: top_k_relationships must be >= 0, got %s', top_k_relationships));
+    perform sag._require(max_tokens >= 1, format('sag.local_context: max_tokens must be >= 1, got %s', max_tokens));
+    perform sag._require(text_unit_prop >= 0 and community_prop >= 0 and text_unit_prop + community_prop <= 1,
+                         format('sag.local_context: text_unit_prop (%s) and community_prop (%s) must be >= 0 and '
+                                'add up to at most 1', text_unit_prop, community_prop));
+    if query_embedding is null then
+        if bound is null or coalesce(bound->>'name', '') not like 'hash%' then
+            raise exception using errcode = '22023',
+                message = format('sag.local_context embeds the query with sag.embed_hash, but this database''s embedder is %s',
+                                 coalesce(bound->>'name', 'not bound yet')),
+                hint = 'Pass query_embedding => a vector from your embedder, or use sag-pg search --strategy local.';
+        end if;
+        query_embedding := sag.embed_hash(query, (bound->>'dimension')::integer);
+    end if;
+    if source is not null then
+        sids := sag.source_ids(array[source]);
+    end if;
+    run := sag.hierarchy_run(source);
+    lvl := coalesce(level, (select max(c.level) from sag.clusters c where c.run_id = run));
+    budget_reports := floor(max_tokens * community_prop);
+    budget_sources := floor(max_tokens * text_unit_prop);
+    budget_local := max_tokens - budget_reports - budget_sources;
+
+    -- Entities.
+    selected := array(
+        select n.key_id
+          from sag._nearest_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer) n
+          join sag.keys k on k.id = n.key_id
+         where k.event_count > 0
+         order by n.distance, n.key_id
+         limit top_k_entities);
+
+    with rows as (
+        select e.key_id, e.rank::integer as rank, k.name, k.type,
+               (select string_agg(sag._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))), '; ' order by ev.id)
+                  from (select ev.id, ev.title, ev.content from sag.event_keys ek join sag.events ev on ev.id = ek.event_id
+                         where ek.key_id = e.key_id order by ev.id limit 2) ev) as description,
+               (select count(distinct o.key_id)
+                  from (select ek.event_id from sag.event_keys ek where ek.key_id = e.key_id
+                         order by ek.event_id limit 500) m
+                  join sag.event_keys o on o.event_id = m.event_id and o.key_id <> e.key_id)::integer as degree
+          from unnest(selected) with ordinality as e(key_id, rank) join sag.keys k on k.id = e.key_id
+    ),
+    lines as (
+        select r.*, concat_ws('|', r.key_id, sag._cell(r.name), sag._cell(r.type || ': ' || coalesce(r.description, '')),
+                              r.degree) as line
+          from rows r
+    )
+    select array_agg(l.line order by l.rank),
+           jsonb_agg(jsonb_build_object('id', l.key_id, 'entity', l.name, 'type', l.type,
+                                        'description', coalesce(l.description, ''), 'number of relationships', l.degree,
+                                        'rank', l.rank) order by l.rank)
+      into ent_rows, ent_json
+      from lines l;
+    n := sag.pack_rows(ent_rows, budget_local - sag._table_overhead('Entities', h_ent));
+    ent_rows := ent_rows[1:n];
+    ent_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(ent_json) with ordinality t(j, o)
+                           where o <= n), '[]'::jsonb);
+    used_entities := coalesce(sag.estimate_tokens(sag._table_text('Entities', h_ent, ent_rows)), 0);
+
+    -- Relationships: key co-occurrence around the selected entities.
+    with pairs as (
+        select a.key_id as src, b.key_id as tgt, count(*)::integer as weight, min(a.event_id) as event_id
+          from sag.event_keys a
+          join sag.event_keys b on b.event_id = a.event_id and b.key_id <> a.key_id
+         where a.key_id = any (selected)
+           and not (b.key_id = any (selected) and b.key_id < a.key_id)  -- an in-network pair once
+         group by a.key_id, b.key_id
+    ),
+    linked as (
+        select p.*, p.tgt = any (selected) as in_network,
+               (select count(distinct x.key_id) from sag.event_keys y
+                  join sag.event_keys x on x.event_id = y.event_id and x.key_id = any (selected)
+                 where y.key_id = p.tgt)::integer as links
+          from pairs p
+    ),
+    ranked as (
+        select l.*, row_number() over (order by l.in_network desc, l.links desc, l.weight desc, l.src, l.tgt) as n
+          from linked l
+    ),
+    kept as (
+        select r.*, ks.name as src_name, kt.name as tgt_name,
+               (select sag._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))) from sag.events ev
+                 where ev.id = r.event_id) as description
+          from ranked r
+          join sag.keys ks on ks.id = r.src
+          join sag.keys kt on kt.id = r.tgt
+         where r.n <= top_k_relationships * cardinality(selected)
+    )
+    select array_agg(concat_ws('|', k.n, sag._cell(k.src_name), sag._cell(k.tgt_name), k.description, k.weight, k.links)
+                     order by k.n),
+           jsonb_agg(jsonb_build_object('id', k.n, 'source', k.src_name, 'target', k.tgt_name,
+                                        'source_id', k.src, 'target_id', k.tgt, 'description', k.description,
+                                        'weight', k.weight, 'links', k.links, 'in_network', k.in_network)
+                     order by k.n)
+      into rel_rows, rel_json
+      from kept k;
+    n := sag.pack_rows(rel_rows, budget_local - used_entities - sag._table_overhead('Relationships', h_rel));
+    rel_rows := rel_rows[1:n];
+    rel_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(rel_json) with ordinality t(j, o)
+                           where o <= n), '[]'::jsonb);
+
+    -- Reports of the communities holding the entities' events.
+    with matched as (
+        select ce.cluster_id, count(distinct ek.key_id)::integer as matches
+          from sag.event_keys ek
+          join sag.cluster_events ce on ce.event_id = ek.event_id
+          join sag.clusters c on c.id = ce.cluster_id and c.run_id = run and c.level = lvl
+         where ek.key_id = any (selected)
+         group by ce.cluster_id
+    ),
+    ranked as (
+        select m.cluster_id, m.matches, r.title, r.summary as content, r.rating,
+               row_number() over (order by m.matches desc, r.rating desc, m.cluster_id) as n
+          from matched m join sag.community_reports r on r.cluster_id = m.cluster_id
+    )
+    select array_agg(concat_ws('|', r.cluster_id, sag._cell(r.title), sag._cell(r.content)) order by r.n),
+           jsonb_agg(jsonb_build_object('id', r.cluster_id, 'title', r.title, 'content', r.content,
+                                        'matches', r.matches, 'rating', r.rating) order by r.n)
+      into rep_rows, rep_json
+      from ranked r;
+    n := sag.pack_rows(rep_rows, budget_reports - sag._table_overhead('Reports', h_rep));
+    rep_rows := rep_rows[1:n];
+    rep_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(rep_json) with ordinality t(j, o)
+                           where o <= n), '[]'::jsonb);
+
+    -- Sources: the chunks holding the entities.
+    with held as (
+        select ck.chunk_id, min(e.rank)::integer as best_rank, count(*)::integer as entities
+          from sag.chunk_keys ck join unnest(selected) with ordinality as e(key_id, rank) on e.key_id = ck.key_id
+         group by ck.chunk_id
+    ),
+    ranked as (
+        select h.*, c.content, row_number() over (order by h.best_rank, h.entities desc, h.chunk_id) as n
+          from held h join sag.chunks c on c.id = h.chunk_id
+         where sids is null or c.source_id = any (sids)
+    )
+    select array_agg(concat_ws('|', r.chunk_id, sag._cell(r.content)) order by r.n),
+           jsonb_agg(jsonb_build_object('id', r.chunk_id, 'text', r.content, 'entities', r.entities) order by r.n)
+      into src_rows, src_json
+      from ranked r;
+    n := sag.pack_rows(src_rows, budget_sources - sag._table_overhead('Sources', h_src));
+    src_rows := src_rows[1:n];
+    src_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(src_json) with ordinality t(j, o)
+                           where o <= n), '[]'::jsonb);
+
+    tables := array_remove(array[sag._table_text('Reports', h_rep, rep_rows),
+                                 sag._table_text('Entities', h_ent, ent_rows),
+                                 sag._table_text('Relationships', h_rel, rel_rows),
+                                 sag._table_text('Sources', h_src, src_rows)], '');
+    return jsonb_build_object(
+        'query', query, 'run_id', run, 'level', lvl,
+        'reports', rep_json, 'entities', ent_json, 'relationships', rel_json, 'sources', src_json,
+        'context_text', array_to_string(tables, E'\n\n'),
+        'tokens', jsonb_build_object(
+            'reports', coalesce(sag.estimate_tokens(sag._table_text('Reports', h_rep, rep_rows)), 0),
+            'entities', used_entities,
+            'relationships', coalesce(sag.estimate_tokens(sag._table_text('Relationships', h_rel, rel_rows)), 0),
+            'sources', coalesce(sag.estimate_tokens(sag._table_text('Sources', h_src, src_rows)), 0),
+            'total', sag.estimate_tokens(array_to_string(tables, E'\n\n'))),
+        'budgets', jsonb_build_object('reports', budget_reports, 'local', budget_local, 'sources', budget_sources,
+                                      'max_tokens', max_tokens));
+end;
+$$;
+comment on function sag.local_context(text, vector, text, integer, integer, float8, integer, integer, float8, float8) is
+    'GraphRAG local search context as JSON: the tables reports, entities (keys), relationships (key '
+    'co-occurrence), sources (chunks), each packed into its share of max_tokens (community_prop, '
+    'text_unit_prop, the rest for entities then relationships), and context_text, the -----Table----- text '
+    'an LLM is given.  query_embedding NULL: sag.embed_hash(query) (hash-embedder databases only).  level: of '
+    'the latest hierarchy (default: its finest); no hierarchy: no reports.  '
+    'Example: select jsonb_pretty(sag.local_context(''Who founded Apple?'', source => ''demo''));';

@@ -1,0 +1,113 @@
+-- GraphRAG global search (issue 19, seed "Global Search"): the map phase's batches of community reports and
+-- the reduce phase's choice of rated points, both within a token budget (sag.estimate_tokens).
+-- Re-applied on every upgrade.
+
+create or replace function sag.report_batches(
+    source text default 'default',
+    level integer default 0,
+    max_tokens integer default 8000,
+    run_id bigint default null,
+    min_rating float8 default 0)
+returns table (batch integer, report_ids bigint[], context text, tokens integer)
+language plpgsql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+declare
+    run bigint := sag._hierarchy_run_or_raise(source, run_id);
+    header constant text := E'-----Reports-----\nid|title|occurrence weight|content|rank';
+    room integer;
+    rec record;
+    line text;
+    cost integer;
+    ids bigint[] := '{}';
+    lines text[] := '{}';
+    used integer;
+    b integer := 0;
+begin
+    perform sag._require(max_tokens >= 1, format('sag.report_batches: max_tokens must be >= 1, got %s', max_tokens));
+    room := max_tokens - sag.estimate_tokens(header);
+    perform sag._require(room >= 2, format('sag.report_batches: max_tokens %s leaves no room under the table header',
+                                           max_tokens));
+    used := 0;
+    for rec in
+        -- occurrence weight: the community's chunks (text units), over the most any community of the level has.
+        with reports as (
+            select c.id, r.title, r.full_content, r.rating,
+                   (select count(distinct e.chunk_id) from sag.cluster_events ce join sag.events e on e.id = ce.event_id
+                     where ce.cluster_id = c.id) as units
+              from sag.clusters c join sag.community_reports r on r.cluster_id = c.id
+             where c.run_id = run and c.level = report_batches.level and r.rating >= min_rating
+        )
+        select r.id, r.title, r.full_content, r.rating,
+               coalesce(round(r.units::numeric / nullif(max(r.units) over (), 0), 4), 0) as weight
+          from reports r
+         order by r.rating desc, r.units desc, r.id
+    loop
+        line := concat_ws('|', rec.id, sag._cell(rec.title), rec.weight, sag._cell(rec.full_content), rec.rating);
+        cost := sag.estimate_tokens(line) + 1;
+        while cost > room loop
+            -- A report longer than a whole batch is cut to fit (its content shortened, never the budget broken).
+            rec.full_content := left(rec.full_content,
+                                     greatest(0, floor(length(rec.full_content) * room::float8 / cost)::integer - 4));
+            line := concat_ws('|', rec.id, sag._cell(rec.title), rec.weight, sag._cell(rec.full_content), rec.rating);
+            cost := sag.estimate_tokens(line) + 1;
+            exit when rec.full_content = '';
+        end loop;
+        if cost > room then
+            continue;  -- not even its id and title fit: left out
+        end if;
+        if used + cost > room and cardinality(lines) > 0 then
+            batch := b; report_ids := ids; context := header || E'\n' || array_to_string(lines, E'\n');
+            tokens := sag.estimate_tokens(context);
+            return next;
+            b := b + 1; ids := '{}'; lines := '{}'; used := 0;
+        end if;
+        ids := ids || rec.id;
+        lines := lines || line;
+        used := used + cost;
+    end loop;
+    if cardinality(lines) > 0 then
+        batch := b; report_ids := ids; context := header || E'\n' || array_to_string(lines, E'\n');
+        tokens := sag.estimate_tokens(context);
+        return next;
+    end if;
+end;
+$$;
+comment on function sag.report_batches(text, integer, integer, bigint, float8) is
+    'Global search, map phase: the reports of one level of the latest hierarchy (or run_id), best rated first, '
+    'packed greedily into batches whose -----Reports----- table (id|title|occurrence weight|content|rank) has at '
+    'most max_tokens tokens (sag.estimate_tokens); a report longer than a batch is shortened to fit.  '
+    'Example: select batch, report_ids, tokens from sag.report_batches(''demo'', 0, 2000);';
+
+create or replace function sag.reduce_points(points jsonb, max_tokens integer default 8000)
+returns jsonb
+language sql immutable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    with given as (
+        select (p->>'analyst')::integer as analyst, (p->>'score')::float8 as score,
+               coalesce(p->>'description', p->>'answer', '') as answer, o
+          from jsonb_array_elements(coalesce(points, '[]'::jsonb)) with ordinality as t(p, o)
+    ),
+    rated as (  -- GraphRAG drops the points rated 0 (nothing to say), then sorts by score
+        select g.*, format(E'----Analyst %s----\nImportance Score: %s\n%s', g.analyst + 1, g.score, g.answer) as text
+          from given g where g.score > 0
+    ),
+    running as (
+        select r.*, sum(sag.estimate_tokens(r.text) + 2) over (order by r.score desc, r.analyst, r.o) as used
+          from rated r
+    ),
+    kept as (select * from running where used <= max_tokens)
+    select jsonb_build_object(
+        'points', coalesce((select jsonb_agg(jsonb_build_object('analyst', k.analyst, 'score', k.score, 'answer', k.answer)
+                                             order by k.score desc, k.analyst, k.o) from kept k), '[]'::jsonb),
+        'text', coalesce((select string_agg(k.text, E'\n\n' order by k.score desc, k.analyst, k.o) from kept k), ''),
+        'tokens', coalesce((select max(k.used) from kept k), 0),
+        'dropped_zero', (select count(*) from given g where not g.score > 0),
+        'dropped_budget', (select count(*) from running r where r.used > max_tokens))
+$$;
+comment on function sag.reduce_points(jsonb, integer) is
+    'Global search, reduce phase: of the map answers'' points [{"analyst", "score", "description"}] drop those '
+    'scored 0, sort by score (best first), and keep the best while the ----Analyst n---- text stays within '
+    'max_tokens (each point costs sag.estimate_tokens of its text + 2 for the blank line).  Returns '
+    '{"points", "text", "tokens", "dropped_zero", "dropped_budget"}.';
