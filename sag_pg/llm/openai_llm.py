@@ -93,12 +93,15 @@ class OpenAILLM:
         self.usage = Usage()
         self.backoff = Backoff(base=backoff_base, maximum=backoff_max, retry_after_max=retry_after_max)
         self._slots = threading.BoundedSemaphore(concurrency)
+        self._count_lock = threading.Lock()
         # Optional request parameters this server rejected (response_format on many local
         # servers, temperature on reasoning models): dropped for the life of the client.
         self._unsupported: set[str] = set()
         # Structured output: the answer's JSON Schema as response_format (OpenAI, vLLM, llama.cpp, Ollama);
         # servers that refuse it get json_object, then nothing, each remembered.
         self._json_schema = True
+        # JSON answers received, by the structured-output mode their request asked with (for --verbose).
+        self.json_requests: dict[str, int] = {}
         # Replaced by tests that want to see the delays without waiting for them.
         self._sleep: Callable[[float], None] = time.sleep
         try:
@@ -126,6 +129,16 @@ class OpenAILLM:
         if not self.json_mode:
             return "none"
         return "json_schema" if self._json_schema else "json_object"
+
+    def structured_output_report(self) -> str:
+        """One line for ``--verbose``: the mode now in use and the JSON answers received with each mode.
+
+        Example, a server that refused json_schema: ``LLM openai:m at http://h/v1: structured output json_object;
+        JSON answers by mode: json_object 3`` (a refused request is not an answer, so json_schema is not counted).
+        """
+        counts = ", ".join(f"{mode} {n}" for mode, n in self.json_requests.items()) or "none yet"
+        return (f"LLM {self.name} at {self.endpoint}: structured output {self.structured_output}; "
+                f"JSON answers by mode: {counts}")
 
     def close(self) -> None:
         self._client.close()
@@ -237,6 +250,10 @@ class OpenAILLM:
             except openai.OpenAIError as exc:
                 raise self._error(purpose, f"client error: {excerpt(str(exc), 300)}") from exc
             else:
+                if json_mode:
+                    mode = (optional.get("response_format") or {"type": "none"})["type"]
+                    with self._count_lock:
+                        self.json_requests[mode] = self.json_requests.get(mode, 0) + 1
                 return self._read(response, purpose)
             if attempt >= self.max_retries:
                 raise self._error(
