@@ -432,7 +432,8 @@ def test_missing_key_without_base_url_is_a_config_error() -> None:
         make_llm(Settings(llm="openai:gpt-4o-mini"))
 
 
-@pytest.mark.parametrize("kwargs", [{"concurrency": 0}, {"max_retries": -1}, {"timeout": 0}, {"model": ""}])
+@pytest.mark.parametrize("kwargs", [{"concurrency": 0}, {"max_retries": -1}, {"timeout": 0}, {"model": ""},
+                                    {"structured_output": "json"}, {"structured_output": ""}])
 def test_invalid_parameters(kwargs: dict[str, Any]) -> None:
     params: dict[str, Any] = {"model": "m", "base_url": "http://127.0.0.1:9/v1", **kwargs}
     with pytest.raises(ConfigError):
@@ -519,3 +520,22 @@ def test_rejected_max_tokens_becomes_max_completion_tokens(openai_server: FakeOp
     assert llm.complete_text("again") == "two"
     sent = [(r.get("max_tokens"), r.get("max_completion_tokens")) for r in openai_server.requests]
     assert sent == [(500, None), (None, 500), (None, 500)]
+
+
+def test_structured_output_comes_from_settings(openai_server: FakeOpenAIServer) -> None:
+    # SAG_LLM_STRUCTURED_OUTPUT picks where to start: a server whose schema support misbehaves can be told to
+    # use JSON mode, or the prompt alone.
+    env = {"SAG_LLM": "openai:test-model", "SAG_LLM_BASE_URL": openai_server.base_url}
+    assert Settings.from_env(env).llm_structured_output == "json_schema"
+    sent = []
+    for mode in ("json_schema", "json_object", "none"):
+        settings = Settings.from_env({**env, "SAG_LLM_STRUCTURED_OUTPUT": mode})
+        openai_server.script('{"a": 1}')
+        with make_llm(settings) as llm:  # type: ignore[union-attr]
+            assert llm.structured_output == mode
+            assert llm.complete_json("give a", schema=OBJECT_SCHEMA) == {"a": 1}
+            assert llm.json_requests == {mode: 1}
+        sent.append((openai_server.requests[-1].get("response_format") or {"type": None})["type"])
+    assert sent == ["json_schema", "json_object", None]
+    with pytest.raises(ConfigError, match="llm_structured_output must be one of json_schema, json_object, none"):
+        make_llm(Settings.from_env({**env, "SAG_LLM_STRUCTURED_OUTPUT": "grammar"}))

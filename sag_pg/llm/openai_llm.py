@@ -39,6 +39,8 @@ REPAIR_REQUEST = (
 )
 
 Message = dict[str, str]
+# What JSON requests may ask with, strongest first (SAG_LLM_STRUCTURED_OUTPUT picks where to start).
+STRUCTURED_OUTPUTS = ("json_schema", "json_object", "none")
 
 
 class OpenAILLM:
@@ -60,6 +62,7 @@ class OpenAILLM:
         temperature: float = 0.0,
         *,
         max_tokens: int = 4096,
+        structured_output: str = "json_schema",
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         retry_after_max: float = 60.0,
@@ -74,6 +77,9 @@ class OpenAILLM:
             raise ConfigError(f"llm_timeout must be > 0 seconds, got {timeout}")
         if max_tokens < 0:
             raise ConfigError(f"llm_max_tokens must be >= 0 (0: no cap), got {max_tokens}")
+        if structured_output not in STRUCTURED_OUTPUTS:
+            raise ConfigError(f"llm_structured_output must be one of {', '.join(STRUCTURED_OUTPUTS)}, "
+                              f"got {structured_output!r}")
         if not api_key:
             if not base_url:
                 # Settings are the only source of configuration: no silent OPENAI_API_KEY fallback.
@@ -99,7 +105,9 @@ class OpenAILLM:
         self._unsupported: set[str] = set()
         # Structured output: the answer's JSON Schema as response_format (OpenAI, vLLM, llama.cpp, Ollama);
         # servers that refuse it get json_object, then nothing, each remembered.
-        self._json_schema = True
+        self._json_schema = structured_output == "json_schema"
+        if structured_output == "none":
+            self._unsupported.add("response_format")
         # JSON answers received, by the structured-output mode their request asked with (for --verbose).
         self.json_requests: dict[str, int] = {}
         # Replaced by tests that want to see the delays without waiting for them.
