@@ -36,8 +36,8 @@ class Settings:
     llm_concurrency: int = 4
     # Cap on the tokens of every LLM answer (``max_tokens``), so a rambling model stops; 0 sends none.
     llm_max_tokens: int = 4096
-    # How JSON answers are asked for: "json_schema" (the answer's schema, falling back to json_object, then
-    # none, where a server refuses it), "json_object" (JSON mode, no schema) or "none" (the prompt alone).
+    # Where JSON requests start in sag_pg.llm.openai_llm.STRUCTURED_OUTPUTS: "json_schema" (falling back by
+    # itself where a server refuses it), "json_object+schema", "json_object" or "none" (the prompt alone).
     llm_structured_output: str = "json_schema"
     # Text put before queries / passages (documents, events, keys) by the embedder; None: the model's
     # known default (E5: "query: " / "passage: ", BGE: its retrieval instruction), "" for none.

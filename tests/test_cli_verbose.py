@@ -25,6 +25,7 @@ def env(db_dsn: str, openai_server: FakeOpenAIServer, tmp_path: Path) -> dict[st
 
 
 def _ingest(args: list[str], env: dict[str, str], tmp_path: Path):  # type: ignore[no-untyped-def]
+    tmp_path.mkdir(exist_ok=True)
     doc = tmp_path / "meeting.md"
     doc.write_text(DOCUMENT, encoding="utf-8")
     result = CliRunner().invoke(cli, [*args, "ingest", "--quiet", str(doc)], env=env, catch_exceptions=False)
@@ -44,7 +45,8 @@ def test_verbose_names_json_schema(env: dict[str, str], openai_server: FakeOpenA
 def refusing(*formats: str):  # type: ignore[no-untyped-def]
     """The extraction responder behind a server that refuses these response_format types."""
     def responder(request: dict[str, Any]) -> str | Scripted:
-        kind = (request.get("response_format") or {}).get("type")
+        response_format = request.get("response_format") or {}
+        kind = response_format.get("type", "") + ("+schema" if "schema" in response_format else "")
         if kind in formats:
             return Scripted(status=422 if kind == "json_schema" else 400,
                             body=error_body(f"unknown parameter 'response_format' of type {kind}"))
@@ -56,12 +58,15 @@ def test_verbose_names_the_fallback_to_json_object(env: dict[str, str], openai_s
                                                    tmp_path: Path) -> None:
     openai_server.responder = refusing("json_schema")
     result = _ingest(["-v"], env, tmp_path)
+    assert "structured output json_object+schema; JSON answers by mode: json_object+schema 2" in result.stderr
+    openai_server.responder = refusing("json_schema", "json_object+schema")
+    result = _ingest(["-v"], env, tmp_path / "again")
     assert "structured output json_object; JSON answers by mode: json_object 2" in result.stderr
 
 
 def test_verbose_names_none_when_response_format_is_refused(env: dict[str, str], openai_server: FakeOpenAIServer,
                                                             tmp_path: Path) -> None:
-    openai_server.responder = refusing("json_schema", "json_object")
+    openai_server.responder = refusing("json_schema", "json_object+schema", "json_object")
     result = _ingest(["--verbose"], env, tmp_path)
     assert "structured output none; JSON answers by mode: none 2" in result.stderr
     assert "response_format" not in openai_server.requests[-1]

@@ -327,15 +327,18 @@ def test_rejected_response_format_falls_back_and_is_remembered(
     llm = make()
     assert llm.structured_output == "json_schema"
     openai_server.fail(400, "response_format: json_schema is not supported by this server")
+    openai_server.fail(400, "Additional properties are not allowed ('schema' was unexpected)")
     openai_server.fail(400, "'response_format' of type 'json_object' is not supported with this model.")
     openai_server.script('{"a": 1}', '{"a": 2}')
     assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 1}
     assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 2}
-    first, second, third, fourth = openai_server.requests
+    first, second, third, fourth, fifth = openai_server.requests
     assert first["response_format"]["type"] == "json_schema"
-    assert second["response_format"] == {"type": "json_object"}
-    assert "response_format" not in third and "response_format" not in fourth
+    assert second["response_format"] == {"type": "json_object", "schema": OBJECT_SCHEMA}
+    assert third["response_format"] == {"type": "json_object"}
+    assert "response_format" not in fourth and "response_format" not in fifth
     assert llm.json_mode is False and llm.structured_output == "none"
+    assert llm.json_requests == {"none": 2}
 
 
 def test_a_server_without_json_schema_gets_json_object(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
@@ -346,8 +349,28 @@ def test_a_server_without_json_schema_gets_json_object(openai_server: FakeOpenAI
     assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 2}
     first, second, third = openai_server.requests
     assert first["response_format"]["json_schema"]["name"] == "extract_keys"   # a valid schema name
-    assert second["response_format"] == third["response_format"] == {"type": "json_object"}
-    assert llm.structured_output == "json_object"
+    # The schema still travels, in json_object's "schema" field (llama-cpp-python, llama-server, Anyscale).
+    assert second["response_format"] == third["response_format"] == {"type": "json_object", "schema": OBJECT_SCHEMA}
+    assert llm.structured_output == "json_object+schema"
+
+
+def test_llama_cpp_python_refusal_of_json_schema_is_understood(openai_server: FakeOpenAIServer,
+                                                              make: MakeLLM) -> None:
+    # What llama-cpp-python's server (FastAPI/pydantic) answers to response_format type json_schema.
+    openai_server.script(Scripted(status=422, body={"detail": [{
+        "type": "literal_error", "loc": ["body", "response_format", "type"],
+        "msg": "Input should be 'text' or 'json_object'", "input": "json_schema",
+        "ctx": {"expected": "'text' or 'json_object'"}}]}), '{"a": 5}')
+    llm = make()
+    assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 5}
+    assert openai_server.requests[1]["response_format"] == {"type": "json_object", "schema": OBJECT_SCHEMA}
+    assert llm.json_requests == {"json_object+schema": 1}
+
+
+def test_starting_at_json_object_sends_no_schema(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
+    openai_server.script('{"a": 1}')
+    assert make(structured_output="json_object").complete_json("q", schema=OBJECT_SCHEMA) == {"a": 1}
+    assert openai_server.requests[0]["response_format"] == {"type": "json_object"}
 
 
 def test_rejected_temperature_is_dropped(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
@@ -537,5 +560,5 @@ def test_structured_output_comes_from_settings(openai_server: FakeOpenAIServer) 
             assert llm.json_requests == {mode: 1}
         sent.append((openai_server.requests[-1].get("response_format") or {"type": None})["type"])
     assert sent == ["json_schema", "json_object", None]
-    with pytest.raises(ConfigError, match="llm_structured_output must be one of json_schema, json_object, none"):
+    with pytest.raises(ConfigError, match="must be one of json_schema, json_object\\+schema, json_object, none"):
         make_llm(Settings.from_env({**env, "SAG_LLM_STRUCTURED_OUTPUT": "grammar"}))

@@ -39,8 +39,14 @@ REPAIR_REQUEST = (
 )
 
 Message = dict[str, str]
-# What JSON requests may ask with, strongest first (SAG_LLM_STRUCTURED_OUTPUT picks where to start).
-STRUCTURED_OUTPUTS = ("json_schema", "json_object", "none")
+# What JSON requests ask with, strongest first; a server that refuses one gets the next, for the rest of the run
+# (SAG_LLM_STRUCTURED_OUTPUT picks where to start):
+# - json_schema: OpenAI's response_format {"type": "json_schema", "json_schema": {"schema": ...}} (OpenAI, vLLM,
+#   Ollama, llama.cpp's llama-server);
+# - json_object+schema: {"type": "json_object", "schema": ...}, the older form that llama-cpp-python's server
+#   (which refuses json_schema), llama-server and Anyscale-style endpoints turn into a grammar of the schema;
+# - json_object: JSON mode, any JSON; none: the prompt alone (answers are parsed, checked and repaired anyway).
+STRUCTURED_OUTPUTS = ("json_schema", "json_object+schema", "json_object", "none")
 
 
 class OpenAILLM:
@@ -100,14 +106,11 @@ class OpenAILLM:
         self.backoff = Backoff(base=backoff_base, maximum=backoff_max, retry_after_max=retry_after_max)
         self._slots = threading.BoundedSemaphore(concurrency)
         self._count_lock = threading.Lock()
-        # Optional request parameters this server rejected (response_format on many local
-        # servers, temperature on reasoning models): dropped for the life of the client.
+        # Optional request parameters this server rejected (temperature on reasoning models, max_tokens):
+        # dropped for the life of the client.
         self._unsupported: set[str] = set()
-        # Structured output: the answer's JSON Schema as response_format (OpenAI, vLLM, llama.cpp, Ollama);
-        # servers that refuse it get json_object, then nothing, each remembered.
-        self._json_schema = structured_output == "json_schema"
-        if structured_output == "none":
-            self._unsupported.add("response_format")
+        # Structured output: the index in STRUCTURED_OUTPUTS of what JSON requests ask with now.
+        self._rung = STRUCTURED_OUTPUTS.index(structured_output)
         # JSON answers received, by the structured-output mode their request asked with (for --verbose).
         self.json_requests: dict[str, int] = {}
         # Replaced by tests that want to see the delays without waiting for them.
@@ -128,15 +131,24 @@ class OpenAILLM:
 
     @property
     def json_mode(self) -> bool:
-        """Whether a ``response_format`` (json_schema or json_object) is still being sent."""
-        return "response_format" not in self._unsupported
+        """Whether a ``response_format`` is still being sent."""
+        return self.structured_output != "none"
 
     @property
     def structured_output(self) -> str:
-        """What JSON answers are asked with: ``json_schema`` (the answer's schema), ``json_object`` or ``none``."""
-        if not self.json_mode:
-            return "none"
-        return "json_schema" if self._json_schema else "json_object"
+        """What JSON answers are asked with now: one of :data:`STRUCTURED_OUTPUTS`."""
+        return STRUCTURED_OUTPUTS[self._rung]
+
+    def _response_format(self, schema: Mapping[str, Any] | None, purpose: str) -> dict[str, Any] | None:
+        mode = self.structured_output
+        if mode == "none":
+            return None
+        if schema is None or mode == "json_object":
+            return {"type": "json_object"}
+        if mode == "json_schema":
+            return {"type": "json_schema",
+                    "json_schema": {"name": _schema_name(purpose), "schema": dict(schema), "strict": False}}
+        return {"type": "json_object", "schema": dict(schema)}
 
     def structured_output_report(self) -> str:
         """One line for ``--verbose``: the mode now in use and the JSON answers received with each mode.
@@ -213,11 +225,10 @@ class OpenAILLM:
                 # OpenAI's reasoning models refuse max_tokens and want max_completion_tokens instead.
                 cap = "max_tokens" if "max_tokens" not in self._unsupported else "max_completion_tokens"
                 optional[cap] = self.max_tokens
-            if json_mode:
-                optional["response_format"] = (
-                    {"type": "json_schema", "json_schema": {"name": _schema_name(purpose), "schema": dict(schema),
-                                                            "strict": False}}
-                    if schema is not None and self._json_schema else {"type": "json_object"})
+            asked = self.structured_output if json_mode else None
+            response_format = self._response_format(schema, purpose) if json_mode else None
+            if response_format is not None:
+                optional["response_format"] = response_format
             optional = {k: v for k, v in optional.items() if k not in self._unsupported}
             try:
                 with self._slots:
@@ -227,12 +238,15 @@ class OpenAILLM:
                         **optional,
                     )
             except openai.APIStatusError as exc:
-                rejected = _rejected_parameter(exc, optional)
-                if _rejects_json_schema(exc, optional, rejected):
-                    log.warning("%s at %s rejects response_format json_schema; asking for json_object instead",
-                                self.name, self.endpoint)
-                    self._json_schema = False
+                if _refuses_response_format(exc, optional):
+                    with self._count_lock:
+                        # Another thread may have stepped down already on the same refusal.
+                        if asked == self.structured_output:
+                            self._rung += 1
+                    log.warning("%s at %s refuses response_format %s; asking with %s instead",
+                                self.name, self.endpoint, asked, self.structured_output)
                     continue
+                rejected = _rejected_parameter(exc, optional)
                 if rejected is not None:
                     log.warning(
                         "%s at %s rejects the %r parameter; sending requests without it",
@@ -258,10 +272,9 @@ class OpenAILLM:
             except openai.OpenAIError as exc:
                 raise self._error(purpose, f"client error: {excerpt(str(exc), 300)}") from exc
             else:
-                if json_mode:
-                    mode = (optional.get("response_format") or {"type": "none"})["type"]
+                if asked is not None:
                     with self._count_lock:
-                        self.json_requests[mode] = self.json_requests.get(mode, 0) + 1
+                        self.json_requests[asked] = self.json_requests.get(asked, 0) + 1
                 return self._read(response, purpose)
             if attempt >= self.max_retries:
                 raise self._error(
@@ -308,11 +321,18 @@ def _messages(prompt: str, system: str | None) -> list[Message]:
     return messages
 
 
-def _rejects_json_schema(exc: openai.APIStatusError, sent: Mapping[str, Any], rejected: str | None) -> bool:
-    """A 400/422 to a request that asked for a json_schema answer, naming response_format or json_schema."""
-    if (sent.get("response_format") or {}).get("type") != "json_schema" or exc.status_code not in (400, 422):
+def _refuses_response_format(exc: openai.APIStatusError, sent: Mapping[str, Any]) -> bool:
+    """A 400/422 to a request with a response_format that names it, its type or the schema field.
+
+    llama-cpp-python's server answers json_schema with a 422 whose body says ``"input": "json_schema"`` at
+    ``["body", "response_format", "type"]``; OpenAI names ``response_format``; others say "json_schema".
+    """
+    response_format = sent.get("response_format")
+    if not response_format or exc.status_code not in (400, 422):
         return False
-    return rejected == "response_format" or "json_schema" in f"{exc.message} {exc.body}"
+    text = f"{exc.message} {exc.body}"
+    named = ["response_format", response_format["type"]] + (["schema"] if "schema" in response_format else [])
+    return any(name in text for name in named)
 
 
 def _schema_name(purpose: str) -> str:
