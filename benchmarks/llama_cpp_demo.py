@@ -26,12 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -39,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import validators
+from local_server import local_server
 
 from sag_pg import SAG, Settings
 from sag_pg.bench.database import temporary_database
@@ -64,40 +63,16 @@ def smollm2_gguf() -> Path:
     return found[0]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def llama_server(gguf: Path, n_ctx: int, log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = free_port()
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", MODEL,
-               "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", str(n_ctx),
-               "--host", "127.0.0.1", "--port", str(port)]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"llama_cpp.server did not start; see {log}") from None
-                time.sleep(0.5)
-        yield url, proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """``python -m llama_cpp.server`` with one thread; yields (its /v1 URL, the process)."""
+    def command(port: int) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", MODEL,
+                "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", str(n_ctx),
+                "--host", "127.0.0.1", "--port", str(port)]
+
+    with local_server(command, "/v1/models", log=log) as (base, proc):
+        yield f"{base}/v1", proc
 
 
 # -- 1. extraction -------------------------------------------------------------------------------------------
