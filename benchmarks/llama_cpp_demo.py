@@ -184,8 +184,8 @@ def ask(url: str, dsn: str, mode: str, args: argparse.Namespace, out: Path) -> d
         if trace:
             result["trace"] = {"stopped": trace["stopped"], "rounds": len(trace["rounds"]),
                                "llm_calls": trace["llm_calls"], "requests": trace["requests"],
-                               "nodes": [n.get("query") or n.get("question") for r in trace["rounds"]
-                                         for n in r.get("nodes", [])]}
+                               "nodes": [{k: n.get(k) for k in ("key", "question", "status", "answer")}
+                                         for r in trace["rounds"] for n in r.get("nodes", [])]}
     else:
         result["error"] = done.stderr.strip().splitlines()[-1:] if done.stderr.strip() else []
     return result
