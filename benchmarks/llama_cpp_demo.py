@@ -236,6 +236,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collection", choices=["all", "tech-company", "three-kingdoms"], default="all",
                         help="demo documents to extract (tech-company: the English half)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N documents (by path)")
     parser.add_argument("--max-tokens", type=int, default=1024, help="SAG_LLM_MAX_TOKENS for every request")
     parser.add_argument("--timeout", type=float, default=300.0, help="SAG_LLM_TIMEOUT (one request at a time)")
     parser.add_argument("--n-ctx", type=int, default=4096, help="the server's context window")
@@ -249,11 +250,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/llama_cpp_demo"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    root = demo_docs_dir()
-    paths = [root] if args.collection == "all" else [root / args.collection]
+    root = demo_docs_dir() if args.collection == "all" else demo_docs_dir() / args.collection
+    paths = sorted(root.rglob("*.md"))[:args.limit]
     gguf = smollm2_gguf()
     server_dsn = resolve_dsn(Settings.from_env())
-    results: dict[str, Any] = {"model": gguf.name, "collection": args.collection, "max_tokens": args.max_tokens,
+    results: dict[str, Any] = {"model": gguf.name, "collection": args.collection,
+                               "documents": [str(p.relative_to(demo_docs_dir())) for p in paths],
+                               "max_tokens": args.max_tokens,
                                "n_ctx": args.n_ctx, "question": QUESTION}
 
     def save() -> None:
