@@ -356,15 +356,28 @@ def test_a_server_without_json_schema_gets_json_object(openai_server: FakeOpenAI
 
 def test_llama_cpp_python_refusal_of_json_schema_is_understood(openai_server: FakeOpenAIServer,
                                                               make: MakeLLM) -> None:
-    # What llama-cpp-python's server (FastAPI/pydantic) answers to response_format type json_schema.
-    openai_server.script(Scripted(status=422, body={"detail": [{
-        "type": "literal_error", "loc": ["body", "response_format", "type"],
-        "msg": "Input should be 'text' or 'json_object'", "input": "json_schema",
-        "ctx": {"expected": "'text' or 'json_object'"}}]}), '{"a": 5}')
+    # What llama-cpp-python 0.3.36's server answers to response_format type json_schema: HTTP 500 (not retried).
+    openai_server.script(Scripted(status=500, body={"error": {
+        "message": "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                   "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+                   "'ctx': {'expected': \"'text' or 'json_object'\"}}", "type": "internal_server_error"}}),
+        '{"a": 5}')
     llm = make()
+    sleeps = recorded_sleeps(llm)
     assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 5}
+    assert sleeps == [] and len(openai_server.requests) == 2
     assert openai_server.requests[1]["response_format"] == {"type": "json_object", "schema": OBJECT_SCHEMA}
     assert llm.json_requests == {"json_object+schema": 1}
+
+
+def test_a_plain_server_error_on_a_json_call_is_retried_not_a_fallback(openai_server: FakeOpenAIServer,
+                                                                      make: MakeLLM) -> None:
+    openai_server.fail(500, "out of memory while processing response_format")
+    openai_server.script('{"a": 6}')
+    llm = make()
+    assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 6}
+    assert llm.structured_output == "json_schema"
+    assert [r["response_format"]["type"] for r in openai_server.requests] == ["json_schema", "json_schema"]
 
 
 def test_starting_at_json_object_sends_no_schema(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:

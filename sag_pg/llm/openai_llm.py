@@ -322,15 +322,21 @@ def _messages(prompt: str, system: str | None) -> list[Message]:
 
 
 def _refuses_response_format(exc: openai.APIStatusError, sent: Mapping[str, Any]) -> bool:
-    """A 400/422 to a request with a response_format that names it, its type or the schema field.
+    """A 400/422 to a request with a response_format that names it, its type or the schema field; or a 500 that
+    names both response_format and the type sent.
 
-    llama-cpp-python's server answers json_schema with a 422 whose body says ``"input": "json_schema"`` at
-    ``["body", "response_format", "type"]``; OpenAI names ``response_format``; others say "json_schema".
+    llama-cpp-python's server answers json_schema with HTTP 500 and a pydantic message: ``'loc': ('body',
+    'response_format', 'type'), 'msg': "Input should be 'text' or 'json_object'", 'input': 'json_schema'``;
+    OpenAI names ``response_format``; others say "json_schema".
     """
     response_format = sent.get("response_format")
-    if not response_format or exc.status_code not in (400, 422):
+    if not response_format:
         return False
     text = f"{exc.message} {exc.body}"
+    if exc.status_code == 500:
+        return "response_format" in text and f"'{response_format['type']}'" in text
+    if exc.status_code not in (400, 422):
+        return False
     named = ["response_format", response_format["type"]] + (["schema"] if "schema" in response_format else [])
     return any(name in text for name in named)
 
