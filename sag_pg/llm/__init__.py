@@ -39,6 +39,7 @@ def make_llm(settings: Settings) -> LLM | None:
         max_retries=settings.llm_max_retries,
         concurrency=settings.llm_concurrency,
         max_tokens=settings.llm_max_tokens,
+        structured_output=settings.llm_structured_output,
     )
 
 

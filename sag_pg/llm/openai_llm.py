@@ -39,6 +39,14 @@ REPAIR_REQUEST = (
 )
 
 Message = dict[str, str]
+# What JSON requests ask with, strongest first; a server that refuses one gets the next, for the rest of the run
+# (SAG_LLM_STRUCTURED_OUTPUT picks where to start):
+# - json_schema: OpenAI's response_format {"type": "json_schema", "json_schema": {"schema": ...}} (OpenAI, vLLM,
+#   Ollama, llama.cpp's llama-server);
+# - json_object+schema: {"type": "json_object", "schema": ...}, the older form that llama-cpp-python's server
+#   (which refuses json_schema), llama-server and Anyscale-style endpoints turn into a grammar of the schema;
+# - json_object: JSON mode, any JSON; none: the prompt alone (answers are parsed, checked and repaired anyway).
+STRUCTURED_OUTPUTS = ("json_schema", "json_object+schema", "json_object", "none")
 
 
 class OpenAILLM:
@@ -60,6 +68,7 @@ class OpenAILLM:
         temperature: float = 0.0,
         *,
         max_tokens: int = 4096,
+        structured_output: str = "json_schema",
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         retry_after_max: float = 60.0,
@@ -74,6 +83,9 @@ class OpenAILLM:
             raise ConfigError(f"llm_timeout must be > 0 seconds, got {timeout}")
         if max_tokens < 0:
             raise ConfigError(f"llm_max_tokens must be >= 0 (0: no cap), got {max_tokens}")
+        if structured_output not in STRUCTURED_OUTPUTS:
+            raise ConfigError(f"llm_structured_output must be one of {', '.join(STRUCTURED_OUTPUTS)}, "
+                              f"got {structured_output!r}")
         if not api_key:
             if not base_url:
                 # Settings are the only source of configuration: no silent OPENAI_API_KEY fallback.
@@ -93,12 +105,14 @@ class OpenAILLM:
         self.usage = Usage()
         self.backoff = Backoff(base=backoff_base, maximum=backoff_max, retry_after_max=retry_after_max)
         self._slots = threading.BoundedSemaphore(concurrency)
-        # Optional request parameters this server rejected (response_format on many local
-        # servers, temperature on reasoning models): dropped for the life of the client.
+        self._count_lock = threading.Lock()
+        # Optional request parameters this server rejected (temperature on reasoning models, max_tokens):
+        # dropped for the life of the client.
         self._unsupported: set[str] = set()
-        # Structured output: the answer's JSON Schema as response_format (OpenAI, vLLM, llama.cpp, Ollama);
-        # servers that refuse it get json_object, then nothing, each remembered.
-        self._json_schema = True
+        # Structured output: the index in STRUCTURED_OUTPUTS of what JSON requests ask with now.
+        self._rung = STRUCTURED_OUTPUTS.index(structured_output)
+        # JSON answers received, by the structured-output mode their request asked with (for --verbose).
+        self.json_requests: dict[str, int] = {}
         # Replaced by tests that want to see the delays without waiting for them.
         self._sleep: Callable[[float], None] = time.sleep
         try:
@@ -117,15 +131,34 @@ class OpenAILLM:
 
     @property
     def json_mode(self) -> bool:
-        """Whether a ``response_format`` (json_schema or json_object) is still being sent."""
-        return "response_format" not in self._unsupported
+        """Whether a ``response_format`` is still being sent."""
+        return self.structured_output != "none"
 
     @property
     def structured_output(self) -> str:
-        """What JSON answers are asked with: ``json_schema`` (the answer's schema), ``json_object`` or ``none``."""
-        if not self.json_mode:
-            return "none"
-        return "json_schema" if self._json_schema else "json_object"
+        """What JSON answers are asked with now: one of :data:`STRUCTURED_OUTPUTS`."""
+        return STRUCTURED_OUTPUTS[self._rung]
+
+    def _response_format(self, schema: Mapping[str, Any] | None, purpose: str) -> dict[str, Any] | None:
+        mode = self.structured_output
+        if mode == "none":
+            return None
+        if schema is None or mode == "json_object":
+            return {"type": "json_object"}
+        if mode == "json_schema":
+            return {"type": "json_schema",
+                    "json_schema": {"name": _schema_name(purpose), "schema": dict(schema), "strict": False}}
+        return {"type": "json_object", "schema": dict(schema)}
+
+    def structured_output_report(self) -> str:
+        """One line for ``--verbose``: the mode now in use and the JSON answers received with each mode.
+
+        Example, a server that refused json_schema: ``LLM openai:m at http://h/v1: structured output json_object;
+        JSON answers by mode: json_object 3`` (a refused request is not an answer, so json_schema is not counted).
+        """
+        counts = ", ".join(f"{mode} {n}" for mode, n in self.json_requests.items()) or "none yet"
+        return (f"LLM {self.name} at {self.endpoint}: structured output {self.structured_output}; "
+                f"JSON answers by mode: {counts}")
 
     def close(self) -> None:
         self._client.close()
@@ -192,11 +225,10 @@ class OpenAILLM:
                 # OpenAI's reasoning models refuse max_tokens and want max_completion_tokens instead.
                 cap = "max_tokens" if "max_tokens" not in self._unsupported else "max_completion_tokens"
                 optional[cap] = self.max_tokens
-            if json_mode:
-                optional["response_format"] = (
-                    {"type": "json_schema", "json_schema": {"name": _schema_name(purpose), "schema": dict(schema),
-                                                            "strict": False}}
-                    if schema is not None and self._json_schema else {"type": "json_object"})
+            asked = self.structured_output if json_mode else None
+            response_format = self._response_format(schema, purpose) if json_mode else None
+            if response_format is not None:
+                optional["response_format"] = response_format
             optional = {k: v for k, v in optional.items() if k not in self._unsupported}
             try:
                 with self._slots:
@@ -206,12 +238,15 @@ class OpenAILLM:
                         **optional,
                     )
             except openai.APIStatusError as exc:
-                rejected = _rejected_parameter(exc, optional)
-                if _rejects_json_schema(exc, optional, rejected):
-                    log.warning("%s at %s rejects response_format json_schema; asking for json_object instead",
-                                self.name, self.endpoint)
-                    self._json_schema = False
+                if _refuses_response_format(exc, optional):
+                    with self._count_lock:
+                        # Another thread may have stepped down already on the same refusal.
+                        if asked == self.structured_output:
+                            self._rung += 1
+                    log.warning("%s at %s refuses response_format %s; asking with %s instead",
+                                self.name, self.endpoint, asked, self.structured_output)
                     continue
+                rejected = _rejected_parameter(exc, optional)
                 if rejected is not None:
                     log.warning(
                         "%s at %s rejects the %r parameter; sending requests without it",
@@ -237,6 +272,9 @@ class OpenAILLM:
             except openai.OpenAIError as exc:
                 raise self._error(purpose, f"client error: {excerpt(str(exc), 300)}") from exc
             else:
+                if asked is not None:
+                    with self._count_lock:
+                        self.json_requests[asked] = self.json_requests.get(asked, 0) + 1
                 return self._read(response, purpose)
             if attempt >= self.max_retries:
                 raise self._error(
@@ -283,11 +321,24 @@ def _messages(prompt: str, system: str | None) -> list[Message]:
     return messages
 
 
-def _rejects_json_schema(exc: openai.APIStatusError, sent: Mapping[str, Any], rejected: str | None) -> bool:
-    """A 400/422 to a request that asked for a json_schema answer, naming response_format or json_schema."""
-    if (sent.get("response_format") or {}).get("type") != "json_schema" or exc.status_code not in (400, 422):
+def _refuses_response_format(exc: openai.APIStatusError, sent: Mapping[str, Any]) -> bool:
+    """A 400/422 to a request with a response_format that names it, its type or the schema field; or a 500 that
+    names both response_format and the type sent.
+
+    llama-cpp-python's server answers json_schema with HTTP 500 and a pydantic message: ``'loc': ('body',
+    'response_format', 'type'), 'msg': "Input should be 'text' or 'json_object'", 'input': 'json_schema'``;
+    OpenAI names ``response_format``; others say "json_schema".
+    """
+    response_format = sent.get("response_format")
+    if not response_format:
         return False
-    return rejected == "response_format" or "json_schema" in f"{exc.message} {exc.body}"
+    text = f"{exc.message} {exc.body}"
+    if exc.status_code == 500:
+        return "response_format" in text and f"'{response_format['type']}'" in text
+    if exc.status_code not in (400, 422):
+        return False
+    named = ["response_format", response_format["type"]] + (["schema"] if "schema" in response_format else [])
+    return any(name in text for name in named)
 
 
 def _schema_name(purpose: str) -> str:
