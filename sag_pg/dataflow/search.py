@@ -107,9 +107,11 @@ def dataflow_search(conn: psycopg.Connection, query: str, query_embedding: npt.N
                        **{f"sql_{k}": v for k, v in found["timings_ms"].items()}}
             entities = found["entities"]
             t0 = time.perf_counter()
-            details, key_info = fetch_hits(conn, [c["chunk_id"] for c in found["chunks"]],
+            # The chunks stay in DataFlow's reading order (no spread over documents).
+            details, key_info = fetch_hits(conn, [(c["chunk_id"], float(c["score"])) for c in found["chunks"]],
                                            [{"key_id": e["key_id"], "weight": e["weight"], "step": 0}
-                                            for e in entities])
+                                            for e in entities],
+                                           top_n=max(len(found["chunks"]), 1), spread_documents=False)
             timings["fetch"] = (time.perf_counter() - t0) * 1000.0
     except psycopg.errors.InvalidParameterValue as exc:
         raise QueryError(exc.diag.message_primary or str(exc)) from exc
