@@ -247,6 +247,31 @@ comment on function sag.spread_documents(bigint[], float8[]) is
     'document (1 for the best, 2 for the second, ...), best first, ties in the given order.  Used by sag.search '
     '(on weight_init) and by the Python client (on the PageRank scores).';
 
+-- The question's vector for a psql entry point (sag.search, sag.local_context): the given one, else
+-- sag.embed_hash of the question, which only a database bound to the hash embedder accepts (22023 otherwise,
+-- naming the caller, with `hint`).
+create or replace function sag._psql_query_embedding(query text, query_embedding vector, caller text, hint text)
+returns vector
+language plpgsql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+declare
+    bound jsonb;
+begin
+    if query_embedding is not null then
+        return query_embedding;
+    end if;
+    bound := sag.bound_embedder();
+    if bound is null or coalesce(bound->>'name', '') not like 'hash%' then
+        raise exception using errcode = '22023',
+            message = format('%s embeds the query with sag.embed_hash, but this database''s embedder is %s',
+                             caller, coalesce(bound->>'name', 'not bound yet')),
+            hint = hint;
+    end if;
+    return sag.embed_hash(query, (bound->>'dimension')::integer);
+end;
+$$;
+
 create or replace function sag.search(
     query text,
     top_n integer default 10,
@@ -257,20 +282,12 @@ language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
-    bound jsonb := sag.bound_embedder();
     sids bigint[];
     result jsonb;
 begin
     perform sag._require(top_n >= 1, format('sag.search: top_n must be >= 1, got %s', top_n));
-    if query_embedding is null then
-        if bound is null or coalesce(bound->>'name', '') not like 'hash%' then
-            raise exception using errcode = '22023',
-                message = format('sag.search embeds the query with sag.embed_hash, but this database''s embedder is %s',
-                                 coalesce(bound->>'name', 'not bound yet')),
-                hint = 'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).';
-        end if;
-        query_embedding := sag.embed_hash(query, (bound->>'dimension')::integer);
-    end if;
+    query_embedding := sag._psql_query_embedding(query, query_embedding, 'sag.search',
+        'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).');
     if source is not null then
         sids := sag.source_ids(array[source]);
     end if;

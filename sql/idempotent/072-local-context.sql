@@ -33,7 +33,6 @@ language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
-    bound jsonb := sag.bound_embedder();
     sids bigint[];
     run bigint;
     lvl integer;
@@ -61,15 +60,8 @@ begin
     perform sag._require(text_unit_prop >= 0 and community_prop >= 0 and text_unit_prop + community_prop <= 1,
                          format('sag.local_context: text_unit_prop (%s) and community_prop (%s) must be >= 0 and '
                                 'add up to at most 1', text_unit_prop, community_prop));
-    if query_embedding is null then
-        if bound is null or coalesce(bound->>'name', '') not like 'hash%' then
-            raise exception using errcode = '22023',
-                message = format('sag.local_context embeds the query with sag.embed_hash, but this database''s embedder is %s',
-                                 coalesce(bound->>'name', 'not bound yet')),
-                hint = 'Pass query_embedding => a vector from your embedder, or use sag-pg search --strategy local.';
-        end if;
-        query_embedding := sag.embed_hash(query, (bound->>'dimension')::integer);
-    end if;
+    query_embedding := sag._psql_query_embedding(query, query_embedding, 'sag.local_context',
+        'Pass query_embedding => a vector from your embedder, or use sag-pg search --strategy local.');
     if source is not null then
         sids := sag.source_ids(array[source]);
     end if;
