@@ -1,4 +1,4 @@
-"""A comparable description of everything in schema sag: columns, constraints, indexes, functions."""
+"""A comparable description of everything in schemas sag and sag_internal (functions): columns, constraints, indexes, functions."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ def snapshot(conn: psycopg.Connection) -> dict[str, list[tuple]]:  # type: ignor
                        and tablename <> 'alembic_version' order by 1, 2""",
         "functions": """select p.oid::regprocedure::text, md5(pg_get_functiondef(p.oid)),
                                obj_description(p.oid, 'pg_proc') is not null
-                          from pg_proc p where p.pronamespace = 'sag'::regnamespace order by 1""",
+                          from pg_proc p
+                         where p.pronamespace in (select oid from pg_namespace where nspname in ('sag', 'sag_internal'))
+                         order by 1""",
         "extensions": "select extname from pg_extension order by 1",
     }
     return {name: [tuple(r) for r in conn.execute(sql).fetchall()] for name, sql in q.items()}

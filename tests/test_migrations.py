@@ -186,12 +186,16 @@ def test_0006_downgrade_takes_the_graph_and_its_functions(empty_db_dsn: str) -> 
     migrate.upgrade(empty_db_dsn)
     with psycopg.connect(empty_db_dsn) as conn:
         assert conn.execute("select count(*) from pg_proc where pronamespace = 'sag'::regnamespace "
-                            "and proname in ('get_related', 'memory_overlap', '_overlap', 'recall')").fetchone() == (4,)
+                            "and proname in ('get_related', 'memory_overlap', 'recall')").fetchone() == (3,)
+        assert conn.execute("select count(*) from pg_proc where pronamespace = 'sag_internal'::regnamespace "
+                            "and proname in ('_overlap', '_links_added')").fetchone() == (2,)
     command.downgrade(migrate.alembic_config(empty_db_dsn), "0004")
     with psycopg.connect(empty_db_dsn) as conn:
         assert conn.execute("select count(*) from pg_proc where pronamespace = 'sag'::regnamespace "
                             "and proname in ('get_related', 'memory_overlap', '_overlap', 'recall', '_links_added')"
                             ).fetchone() == (0,)
+        # 0012's downgrade moved the internal functions back into sag and dropped their schema.
+        assert conn.execute("select to_regnamespace('sag_internal')").fetchone() == (None,)
         assert conn.execute("select to_regclass('sag.relations'), to_regclass('sag.recall_stats')").fetchone() == \
             (None, None)
         assert conn.execute("select count(*) from pg_attribute where attrelid = 'sag.keys'::regclass "

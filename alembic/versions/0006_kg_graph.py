@@ -14,7 +14,8 @@ from sag_pg._resources import idempotent_sql_files
 from sag_pg.db.sqlfiles import apply_incremental
 
 # The functions of sql/idempotent/050-059: they read the tables this revision makes, so they go with them.
-_FUNCTION = re.compile(r"create or replace function sag\.(\w+)\(")
+# sag_internal: the downgrade of 0012 has moved the internal ones back into sag by the time this runs.
+_FUNCTION = re.compile(r"create or replace function sag(?:_internal)?\.(\w+)\(")
 
 revision = "0006"
 down_revision = "0004"

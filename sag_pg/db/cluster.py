@@ -22,7 +22,7 @@ __all__ = ["key_cap", "key_idf", "key_names", "key_pairs", "links", "select_even
 
 _KEY_PAIRS = ("select event_a, event_b, w_key from sag.cluster_key_pairs(%s::bigint[], %s::text[], %s, %s)")
 _SEMANTIC_PAIRS = ("select event_a, event_b, similarity from sag.cluster_semantic_pairs(%s::bigint[], %s, %s)")
-_LINKS = "select event_id, key_id from sag._cluster_links(%s::bigint[], %s::text[])"
+_LINKS = "select event_id, key_id from sag_internal._cluster_links(%s::bigint[], %s::text[])"
 _IDF = "select key_id, idf from sag.cluster_key_idf(%s::bigint[], %s::text[], %s)"
 _KEY_CAP = "select sag.cluster_key_cap(%s::bigint[], %s, %s::text[], %s)"
 
@@ -79,7 +79,7 @@ def semantic_pairs(conn: psycopg.Connection, event_ids: list[int], k: int,
 
 def links(conn: psycopg.Connection, event_ids: list[int],
           key_types: list[str] | None) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """sag._cluster_links as arrays (event_id, key_id)."""
+    """sag_internal._cluster_links as arrays (event_id, key_id)."""
     ev, ky = _copy_columns(conn, _LINKS, [event_ids, key_types], ("i8", "i8"))
     return ev, ky
 

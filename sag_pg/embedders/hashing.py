@@ -44,7 +44,7 @@ from .base import MAX_DIMENSION, normalize_rows
 VERSION = "hash-v1"
 
 # Function words that would otherwise dominate the cosine of short texts. The same list is in
-# sag._embed_hash_stopwords() (SQL). English entries are matched against whole letter tokens
+# sag_internal._embed_hash_stopwords() (SQL). English entries are matched against whole letter tokens
 # (``s``/``t`` are what "it's"/"don't" leave behind); the CJK characters only lose their
 # single-character feature, not the pairs they are part of.
 _STOPWORD_TEXT = """

@@ -1,5 +1,8 @@
 -- Administrative functions: embedder binding and statistics.  Re-applied on every upgrade.
 
+-- Internal helpers live in their own schema (alembic revision 0012 moved them there), out of `\df sag.*`.
+create schema if not exists sag_internal;
+
 -- maintenance_work_mem is sized for each graph, up to the caller's setting: a parallel HNSW build allocates
 -- a shared-memory area of the whole maintenance_work_mem up front (and the server zeroes it), so 1.5 GB for a
 -- graph of a few thousand vectors costs more than building it (0.4 s an index); a graph that needs more than

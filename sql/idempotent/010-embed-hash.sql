@@ -4,7 +4,7 @@
 --  1. Fold ASCII only, A-Z -> a-z (translate), because lower() and Python's str.lower() disagree outside ASCII.
 --  2. Tokens: maximal runs of [a-z], of [0-9] and of CJK ideographs [\u3400-\u4dbf\u4e00-\u9fff]; anything else
 --     separates, and so does a letter/digit boundary ('302ai', '302.AI' -> '302', 'ai').
---  3. Features: a letter/digit token w not in sag._embed_hash_stopwords() gives 'w:'||w (weight 1) and, if
+--  3. Features: a letter/digit token w not in sag_internal._embed_hash_stopwords() gives 'w:'||w (weight 1) and, if
 --     length(w) >= 4, the length(w) trigrams of '#'||w||'#' as 't:'||tri (0.25 each); a CJK run gives each
 --     character not in the stopword list as 'c:'||ch (0.5) and each adjacent pair as 'b:'||pair (1).
 --  4. h = md5(feature) (UTF-8: the database encoding must be UTF8); bucket = first 8 hex digits as an unsigned
@@ -12,7 +12,7 @@
 --  5. L2-normalize in double precision, round once to float4; no features -> the zero vector.
 -- Weights are multiples of 1/4, so every sum is exact in double precision whatever the order of summation.
 
-create or replace function sag._embed_hash_stopwords()
+create or replace function sag_internal._embed_hash_stopwords()
 returns text[]
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -34,11 +34,11 @@ as $$
         '的', '了', '是', '在', '和', '与', '及', '之', '其', '也', '而', '或', '着', '这', '那'
     ]::text[]
 $$;
-comment on function sag._embed_hash_stopwords() is
+comment on function sag_internal._embed_hash_stopwords() is
     'Stopwords of the hash-v1 embedder (English function words and CJK function characters); '
     'must equal sag_pg.embedders.hashing.STOPWORDS.';
 
-create or replace function sag._embed_hash_features(content text)
+create or replace function sag_internal._embed_hash_features(content text)
 returns table (feature text, weight double precision)
 language sql immutable parallel safe strict
 set search_path = pg_catalog, sag, public, pg_temp
@@ -51,7 +51,7 @@ as $$
     ),
     words as (
         select token from tokens
-        where token ~ '^[a-z0-9]' and token <> all (sag._embed_hash_stopwords())
+        where token ~ '^[a-z0-9]' and token <> all (sag_internal._embed_hash_stopwords())
     ),
     cjk as (
         select token from tokens where token !~ '^[a-z0-9]'
@@ -64,12 +64,12 @@ as $$
     union all
     select 'c:' || ch, 0.5
     from cjk, generate_series(1, length(token)) as i, substr(token, i, 1) as ch
-    where ch <> all (sag._embed_hash_stopwords())
+    where ch <> all (sag_internal._embed_hash_stopwords())
     union all
     select 'b:' || substr(token, i, 2), 1.0
     from cjk, generate_series(1, length(token) - 1) as i
 $$;
-comment on function sag._embed_hash_features(text) is
+comment on function sag_internal._embed_hash_features(text) is
     'The weighted features of a text under hash-v1 (steps 1-3 of sag.embed_hash), one row per occurrence.';
 
 create or replace function sag.embed_hash(content text, dimension integer default 512)
@@ -85,7 +85,7 @@ begin
     end if;
     return (
         with hashed as (
-            select md5(f.feature) as h, f.weight from sag._embed_hash_features(content) as f
+            select md5(f.feature) as h, f.weight from sag_internal._embed_hash_features(content) as f
         ),
         buckets as (
             -- bit(32)::bigint reads the 32 bits as unsigned (bit(32)::integer would be signed).

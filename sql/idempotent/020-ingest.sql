@@ -51,7 +51,7 @@ comment on function sag.source_ids(text[]) is
 -- Every document write first takes the shared side of the 'sag.vector_indexes' lock, before any table
 -- (sql/idempotent/022-bulk-load.sql explains the order): it waits while indexes are dropped or built, at most the
 -- session's lock_timeout, and then says so instead of "canceling statement due to lock timeout".
-create or replace function sag._wait_for_index_builds()
+create or replace function sag_internal._wait_for_index_builds()
 returns void
 language plpgsql
 set search_path = pg_catalog, sag, public, pg_temp
@@ -71,7 +71,7 @@ $$;
 -- across_types); for strings, a same-type key with the same sag.key_signature ("302ai" ~ "ai302"), then the
 -- most similar same-type key by trigram similarity, then by embedding.
 -- Set-based (one statement for a whole document) because a per-key function call cost ~0.2 ms each.
-create or replace function sag._match_keys(
+create or replace function sag_internal._match_keys(
     p_source_id bigint, types text[], normalized text[], value_strings text[], embeddings vector[],
     trgm_threshold float8, vector_threshold float8, across_types boolean)
 returns table (ord integer, key_id bigint)
@@ -161,7 +161,7 @@ begin
         perform set_config('pg_trgm.similarity_threshold', trgm_threshold::text, true);
     end if;
     select array_agg(m.key_id order by m.ord) into matched
-      from sag._match_keys(p_source_id, types, normalized, value_strings, embeddings,
+      from sag_internal._match_keys(p_source_id, types, normalized, value_strings, embeddings,
                            trgm_threshold, vector_threshold, across_types) m;
 
     -- Insert the new ones in a fixed order, so concurrent ingests wait on each other instead of deadlocking.
@@ -211,7 +211,7 @@ comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], flo
 
 -- Adds delta to event_count of the given keys, locking rows in id order (no deadlocks between ingests)
 -- and deleting keys left with no event.
-create or replace function sag._adjust_key_counts(key_ids bigint[], deltas integer[])
+create or replace function sag_internal._adjust_key_counts(key_ids bigint[], deltas integer[])
 returns void
 language plpgsql
 set search_path = pg_catalog, sag, public, pg_temp
@@ -228,7 +228,7 @@ $$;
 
 -- How many events of a document link to each key: what its deletion takes off, or its insertion adds to,
 -- sag.keys.event_count.
-create or replace function sag._document_key_events(p_document_id bigint)
+create or replace function sag_internal._document_key_events(p_document_id bigint)
 returns table (key_id bigint, n integer)
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -248,15 +248,15 @@ declare
     ids bigint[];
     deltas integer[];
 begin
-    perform sag._wait_for_index_builds();
+    perform sag_internal._wait_for_index_builds();
     select array_agg(x.key_id order by x.key_id), array_agg(-x.n order by x.key_id) into ids, deltas
-      from sag._document_key_events(p_document_id) x;
+      from sag_internal._document_key_events(p_document_id) x;
     delete from sag.documents where id = p_document_id;
     if not found then
         return false;
     end if;
     if ids is not null then
-        perform sag._adjust_key_counts(ids, deltas);
+        perform sag_internal._adjust_key_counts(ids, deltas);
     end if;
     return true;
 end;
@@ -291,7 +291,7 @@ begin
     select id into old_id from sag.documents where source_id = p_source_id and uri = p_uri for update;
     if old_id is not null then
         select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(-x.n), '{}') into old_ids, old_deltas
-          from sag._document_key_events(old_id) x;
+          from sag_internal._document_key_events(old_id) x;
         delete from sag.documents where id = old_id;
     end if;
 
@@ -327,11 +327,11 @@ begin
      group by ev.chunk_id, ek.key_id;
 
     select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.n), '{}') into ids, deltas
-      from sag._document_key_events(doc_id) x;
+      from sag_internal._document_key_events(doc_id) x;
     ids := ids || old_ids;
     deltas := deltas || old_deltas;
     if cardinality(ids) > 0 then
-        perform sag._adjust_key_counts(ids, deltas);
+        perform sag_internal._adjust_key_counts(ids, deltas);
     end if;
     return doc_id;
 end;
@@ -389,7 +389,7 @@ as $$
 declare
     resolved bigint[];
 begin
-    perform sag._wait_for_index_builds();
+    perform sag_internal._wait_for_index_builds();
     select coalesce(array_agg(r.key_id order by r.ord), '{}') into resolved
       from sag.resolve_keys(p_source_id, key_types, key_names, key_normalized, key_strings, key_numbers,
                             key_bools, key_embeddings, trgm_threshold, vector_threshold, across_types) r;

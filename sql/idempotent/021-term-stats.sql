@@ -2,7 +2,7 @@
 -- in, rebuilding from scratch, and reading N, avgdl and df exactly.  Re-applied on every upgrade.
 
 -- A tsquery matching exactly one lexeme, whatever characters it holds (quotes and backslashes escaped).
-create or replace function sag._lexeme_query(lexeme text)
+create or replace function sag_internal._lexeme_query(lexeme text)
 returns tsquery
 language sql immutable strict parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -169,7 +169,7 @@ as $$
            coalesce((select sum(ts.df) from sag.term_stats ts
                       where ts.term = t.term and (source_ids is null or ts.source_id = any (source_ids))), 0)::float8
          + coalesce((select sum(p.sign) from sag.term_stats_pending p
-                      where p.tsv @@ sag._lexeme_query(t.term)
+                      where p.tsv @@ sag_internal._lexeme_query(t.term)
                         and (source_ids is null or p.source_id = any (source_ids))
                         and exists (select 1 from sag.sources s where s.id = p.source_id)), 0)::float8
       from unnest(terms) as t(term)
@@ -182,6 +182,6 @@ comment on function sag.bm25_df(text[], bigint[]) is
 -- pg_catalog after public on their search_path: a role allowed to create functions in public could shadow a
 -- built-in one and have it run with the writer's rights.  Every sag function puts pg_catalog first and
 -- pg_temp last.
-alter function sag._queue_inserted_chunks() set search_path = pg_catalog, sag, public, pg_temp;
-alter function sag._queue_deleted_chunks() set search_path = pg_catalog, sag, public, pg_temp;
-alter function sag._queue_updated_chunks() set search_path = pg_catalog, sag, public, pg_temp;
+alter function sag_internal._queue_inserted_chunks() set search_path = pg_catalog, sag, public, pg_temp;
+alter function sag_internal._queue_deleted_chunks() set search_path = pg_catalog, sag, public, pg_temp;
+alter function sag_internal._queue_updated_chunks() set search_path = pg_catalog, sag, public, pg_temp;

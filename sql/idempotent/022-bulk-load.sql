@@ -17,7 +17,7 @@
 -- and is never the victim of a deadlock.
 
 -- Waits (at most wait_seconds) for the shared 'sag.bulk_load' session lock; 55P03 with a clear message otherwise.
-create or replace function sag._join_bulk_load(wait_seconds float8)
+create or replace function sag_internal._join_bulk_load(wait_seconds float8)
 returns void
 language plpgsql
 set search_path = pg_catalog, sag, public, pg_temp
@@ -49,7 +49,7 @@ begin
     if wait_seconds is null or wait_seconds < 0 then
         raise exception using errcode = '22023', message = 'sag.begin_bulk_load: wait_seconds must be >= 0';
     end if;
-    perform sag._join_bulk_load(wait_seconds);
+    perform sag_internal._join_bulk_load(wait_seconds);
     begin
     -- Writers in the middle of a document finish it first; new ones wait (shared lock) until the drop commits.
     perform pg_advisory_xact_lock(hashtext('sag.vector_indexes'));
@@ -87,7 +87,7 @@ comment on function sag.begin_bulk_load(float8) is
 
 -- Builds the missing indexes holding 'sag.bulk_load' exclusively (so no load starts dropping them meanwhile); -1
 -- without building when any other session holds it (a bulk load in progress, or another rebuild).
-create or replace function sag._build_vector_indexes_alone()
+create or replace function sag_internal._build_vector_indexes_alone()
 returns integer
 language plpgsql
 set search_path = pg_catalog, sag, public, pg_temp
@@ -118,7 +118,7 @@ begin
     perform pg_advisory_unlock_shared(hashtext('sag.bulk_load'));
     -- Another load still running builds the indexes when it ends: building them now would only make its rows
     -- go into the graphs one at a time again.
-    return sag._build_vector_indexes_alone();
+    return sag_internal._build_vector_indexes_alone();
 end;
 $$;
 comment on function sag.finish_bulk_load() is
@@ -148,7 +148,7 @@ begin
         return 0;
     end if;
     -- A bulk load in progress holds the lock shared and builds the indexes itself when it ends.
-    return greatest(sag._build_vector_indexes_alone(), 0);
+    return greatest(sag_internal._build_vector_indexes_alone(), 0);
 end;
 $$;
 comment on function sag.repair_vector_indexes() is

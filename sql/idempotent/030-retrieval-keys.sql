@@ -5,7 +5,7 @@
 --   * source_ids NULL means all sources; otherwise no key, event or chunk outside them is read or returned.
 --   * similarity(a, b) = greatest(0, 1 - (a <=> b)): cosine, clamped at 0 so weights stay non-negative; a zero
 --     vector (cosine undefined, NaN) has similarity 0.
---   * HNSW searches go through sag._nearest_keys/_events/_chunks, which set hnsw.ef_search (>= the limit) and
+--   * HNSW searches go through sag_internal._nearest_keys/_events/_chunks, which set hnsw.ef_search (>= the limit) and
 --     hnsw.iterative_scan = relaxed_order for their own duration only (see below).
 --   * A key linked to more than max_key_events events is a hub: it is never expanded (its events are not
 --     fetched) and never enters key-final.
@@ -21,23 +21,26 @@
 --     difference is within the noise); the top 10 of 100 questions at 100 k were the same chunks with the
 --     same scores either way.
 
--- Raises 22023 (invalid_parameter_value) with `message` unless `ok` is true; returns true.
-create or replace function sag._require(ok boolean, message text)
-returns boolean
-language plpgsql immutable parallel safe
+-- Argument checks raise in the function the caller called (22023), so an error's context names that
+-- function and no internal helper.
+drop function if exists sag_internal._require(boolean, text);
+
+-- The first id of source_ids that is no source (NULL if all are, or source_ids is NULL = all sources): the
+-- entry points raise P0002 naming it, as an unknown id would otherwise just find nothing.
+create or replace function sag_internal._unknown_source_id(source_ids bigint[])
+returns bigint
+language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-begin
-    if ok is not true then
-        raise exception using errcode = '22023', message = message;
-    end if;
-    return true;
-end;
+    select s.id from unnest(source_ids) s(id) where not exists (select 1 from sag.sources x where x.id = s.id) limit 1
 $$;
 
+-- sag.match_keys gained name and type columns: a new return type needs the old function dropped.
+drop function if exists sag.match_keys(vector, bigint[], integer, float8, float8);
+
 -- Signatures that gained parameters: drop the old ones, or calls would be ambiguous between two overloads.
-drop function if exists sag._nearest_events(vector, bigint[], integer);
-drop function if exists sag._nearest_chunks(vector, bigint[], integer);
+drop function if exists sag_internal._nearest_events(vector, bigint[], integer);
+drop function if exists sag_internal._nearest_chunks(vector, bigint[], integer);
 drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer);
 drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
                                         integer, integer);
@@ -51,7 +54,7 @@ drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], 
                                           bigint[], float8[], float8[], float8, integer, bigint[], bigint);
 
 drop function if exists sag.match_keys(vector, bigint[], integer, float8);
-drop function if exists sag._activate(bigint[], float8[], bigint[], float8, integer, integer, bigint);
+drop function if exists sag_internal._activate(bigint[], float8[], bigint[], float8, integer, integer, bigint);
 drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[],
                                           float8);
@@ -83,7 +86,7 @@ drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], b
 --   selective filter would starve the approximate index scan (and 1,000 exact distances cost a few ms).  A
 --   larger filter goes through the HNSW index, the filter applied to the rows it yields; the iterative scan
 --   keeps going until enough rows pass (up to hnsw.max_scan_tuples).
-create or replace function sag._nearest_keys(query_embedding vector, source_ids bigint[], lim integer)
+create or replace function sag_internal._nearest_keys(query_embedding vector, source_ids bigint[], lim integer)
 returns table (key_id bigint, distance float8)
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -105,7 +108,7 @@ begin
 end;
 $$;
 
-create or replace function sag._nearest_events(query_embedding vector, source_ids bigint[], lim integer,
+create or replace function sag_internal._nearest_events(query_embedding vector, source_ids bigint[], lim integer,
                                                event_filter bigint[] default null)
 returns table (event_id bigint, distance float8)
 language plpgsql stable
@@ -144,7 +147,7 @@ begin
 end;
 $$;
 
-create or replace function sag._nearest_chunks(query_embedding vector, source_ids bigint[], lim integer,
+create or replace function sag_internal._nearest_chunks(query_embedding vector, source_ids bigint[], lim integer,
                                                chunk_filter bigint[] default null)
 returns table (chunk_id bigint, distance float8)
 language plpgsql stable
@@ -188,25 +191,40 @@ create or replace function sag.match_keys(
     top_k integer default 30,
     min_similarity float8 default 0.45,
     similarity_floor float8 default 0)
-returns table (key_id bigint, similarity float8)
+returns table (key_id bigint, similarity float8, name text, type text)
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
+declare
+    unknown bigint;
 begin
-    perform sag._require(query_embedding is not null, 'sag.match_keys: query_embedding must not be NULL');
-    perform sag._require(top_k >= 1, format('sag.match_keys: top_k must be >= 1, got %s', top_k));
-    perform sag._require(min_similarity is not null,
-                         'sag.match_keys: min_similarity must not be NULL (use 0 to keep every match)');
+    if (query_embedding is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.match_keys: query_embedding must not be NULL';
+    end if;
+    unknown := sag_internal._unknown_source_id(source_ids);
+    if unknown is not null then
+        raise exception using errcode = 'P0002', message = format('sag.match_keys: no source with id %s', unknown),
+                              hint = 'List sources with: select id, name from sag.sources;';
+    end if;
+    if (top_k >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.match_keys: top_k must be >= 1, got %s', top_k);
+    end if;
+    if (min_similarity is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.match_keys: min_similarity must not be NULL (use 0 to keep every match)';
+    end if;
     -- The similarity filter stays outside the index scan: inside, an iterative scan would keep looking for
     -- rows that pass it.  Only string keys have embeddings.
-    perform sag._require(similarity_floor >= 0 and similarity_floor < 1,
-                         format('sag.match_keys: similarity_floor must be in [0, 1), got %s', similarity_floor));
+    if (similarity_floor >= 0 and similarity_floor < 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.match_keys: similarity_floor must be in [0, 1), got %s', similarity_floor);
+    end if;
+    -- name and type: an analyst reading the result in psql sees the keys, not bare ids.
     return query
-    select n.key_id, n.similarity
+    select n.key_id, n.similarity, k.name, k.type
       from (select x.key_id, x.distance,
                    greatest(0, (1 - x.distance - similarity_floor) / (1 - similarity_floor)) as similarity
-              from sag._nearest_keys(query_embedding, source_ids, top_k) x) n
+              from sag_internal._nearest_keys(query_embedding, source_ids, top_k) x) n
+      join sag.keys k on k.id = n.key_id
      where n.similarity >= min_similarity
      order by n.distance, n.key_id;
 end;
@@ -215,7 +233,7 @@ comment on function sag.match_keys(vector, bigint[], integer, float8, float8) is
     'Stage 1 step 1 (sag-algorithm §2.2): the top_k string keys nearest to the query embedding (HNSW on '
     'keys.embedding), similarity = cosine above similarity_floor, rescaled: greatest(0, (cosine - floor) / '
     '(1 - floor)) (sag.similarity_floors; 0 = the plain cosine) >= min_similarity; these are the seed '
-    'keys and their weights k1.  The default 0.45 suits the hash embedder (one-word keys sharing a common word '
+    'keys and their weights k1, with each key''s name and type.  Unknown source id: P0002.  The default 0.45 suits the hash embedder (one-word keys sharing a common word '
     'with the question score up to about 0.5, entity names it contains 0.5-0.9).  '
     'Example: select * from sag.match_keys(sag.embed_hash(''who founded Apple''));';
 
@@ -227,7 +245,7 @@ comment on function sag.match_keys(vector, bigint[], integer, float8, float8) is
 --   * the key type's weight of the key's source (sources.config -> key_types, `sag-pg source --key-type`),
 --     by default dataflow-activation's: person, organization, location 1, topic 0.8, time and tag 0.6,
 --     action 0.5; other types 1.
-create or replace function sag._key_weight(key_type text, event_count integer, corpus_events bigint,
+create or replace function sag_internal._key_weight(key_type text, event_count integer, corpus_events bigint,
                                            key_types jsonb default null)
 returns float8
 language sql immutable parallel safe
@@ -241,14 +259,14 @@ as $$
 $$;
 
 -- Reverse activation and dynamic pruning, shared by stage 1 and every hop of stage 2:
---   W(k) = sum of the weights of the given events that contain k, times the key's weight (sag._key_weight);
+--   W(k) = sum of the weights of the given events that contain k, times the key's weight (sag_internal._key_weight);
 --   kept if W(k) >= threshold * the largest W, then the top_n by W (ties by key_id);
 --   L1-normalized over the kept keys: the returned weights sum to 1.
 -- Hub keys (event_count > max_key_events) and keys outside source_ids are left out before anything else;
 -- with soft_hubs a hub is kept, its W times (max_key_events / event_count)^2 (1 at the limit): a bridge
 -- entity of a small corpus, with a few more events than the limit, can still be activated.
-drop function if exists sag._activate(bigint[], float8[], bigint[], float8, integer, integer);
-create or replace function sag._activate(
+drop function if exists sag_internal._activate(bigint[], float8[], bigint[], float8, integer, integer);
+create or replace function sag_internal._activate(
     event_ids bigint[], event_weights float8[], source_ids bigint[],
     threshold float8, top_n integer, max_key_events integer, corpus_events bigint default null,
     soft_hubs boolean default false)
@@ -268,7 +286,7 @@ as $$
     eligible as (
         select x.key_id, x.w, max(x.w) over () as top
           from (select a.key_id,
-                       a.w * sag._key_weight(k.type, k.event_count, corpus_events, s.config -> 'key_types')
+                       a.w * sag_internal._key_weight(k.type, k.event_count, corpus_events, s.config -> 'key_types')
                            * case when k.event_count <= max_key_events then 1
                                   else (max_key_events::float8 / k.event_count) ^ 2 end as w
                   from activated a
@@ -320,26 +338,38 @@ declare
     -- Weight of the BM25 part in an event's relevance: only when the query's chunks are given.
     etw float8 := case when chunk_ids is null then 0 else text_weight end;
 begin
-    perform sag._require(query_embedding is not null, 'sag.activate_keys: query_embedding must not be NULL');
-    perform sag._require(similarity_floor >= 0 and similarity_floor < 1,
-                         format('sag.activate_keys: similarity_floor must be in [0, 1), got %s', similarity_floor));
-    perform sag._require(cardinality(coalesce(seed_key_ids, '{}')) = cardinality(coalesce(seed_weights, '{}')),
-                         format('sag.activate_keys: seed_key_ids (%s) and seed_weights (%s) must have the same length',
-                                cardinality(seed_key_ids), cardinality(seed_weights)));
-    perform sag._require(cardinality(coalesce(chunk_ids, '{}')) = cardinality(coalesce(chunk_similarities, '{}'))
-                         and cardinality(coalesce(chunk_ids, '{}')) = cardinality(coalesce(chunk_text_scores, '{}')),
-                         'sag.activate_keys: chunk_ids, chunk_similarities and chunk_text_scores must have the same length');
-    perform sag._require(event_limit >= 1, format('sag.activate_keys: event_limit must be >= 1, got %s', event_limit));
-    perform sag._require(threshold >= 0 and threshold <= 1,
-                         format('sag.activate_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
-                                threshold));
-    perform sag._require(top_n >= 1, format('sag.activate_keys: top_n must be >= 1, got %s', top_n));
-    perform sag._require(max_key_events >= 1,
-                         format('sag.activate_keys: max_key_events must be >= 1, got %s', max_key_events));
-    perform sag._require(text_weight >= 0 and text_weight <= 1,
-                         format('sag.activate_keys: text_weight must be in [0, 1], got %s', text_weight));
-    perform sag._require(feedback_chunks >= 0,
-                         format('sag.activate_keys: feedback_chunks must be >= 0, got %s', feedback_chunks));
+    if (query_embedding is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.activate_keys: query_embedding must not be NULL';
+    end if;
+    if (similarity_floor >= 0 and similarity_floor < 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.activate_keys: similarity_floor must be in [0, 1), got %s', similarity_floor);
+    end if;
+    if (cardinality(coalesce(seed_key_ids, '{}')) = cardinality(coalesce(seed_weights, '{}'))) is not true then
+        raise exception using errcode = '22023', message = format('sag.activate_keys: seed_key_ids (%s) and seed_weights (%s) must have the same length',
+                                                      cardinality(seed_key_ids), cardinality(seed_weights));
+    end if;
+    if (cardinality(coalesce(chunk_ids, '{}')) = cardinality(coalesce(chunk_similarities, '{}')) and cardinality(coalesce(chunk_ids, '{}')) = cardinality(coalesce(chunk_text_scores, '{}'))) is not true then
+        raise exception using errcode = '22023', message = 'sag.activate_keys: chunk_ids, chunk_similarities and chunk_text_scores must have the same length';
+    end if;
+    if (event_limit >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.activate_keys: event_limit must be >= 1, got %s', event_limit);
+    end if;
+    if (threshold >= 0 and threshold <= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.activate_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
+                                                      threshold);
+    end if;
+    if (top_n >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.activate_keys: top_n must be >= 1, got %s', top_n);
+    end if;
+    if (max_key_events >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.activate_keys: max_key_events must be >= 1, got %s', max_key_events);
+    end if;
+    if (text_weight >= 0 and text_weight <= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.activate_keys: text_weight must be in [0, 1], got %s', text_weight);
+    end if;
+    if (feedback_chunks >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.activate_keys: feedback_chunks must be >= 0, got %s', feedback_chunks);
+    end if;
 
     with qc as (
         -- The query's own chunks (sag.query_chunks): s(c, Q) and the BM25 part text_score.
@@ -371,7 +401,7 @@ begin
         -- events of the query's BM25 chunks (text_score > 0; cosine computed below when needed).
         select x.event_id, max(x.sim) as sim
           from (select n.event_id, greatest(0, (1 - coalesce(nullif(n.distance, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as sim
-                  from sag._nearest_events(query_embedding, source_ids, event_limit, event_filter) n
+                  from sag_internal._nearest_events(query_embedding, source_ids, event_limit, event_filter) n
                 union all
                 select e.id, null::float8
                   from qc join sag.events e on e.chunk_id = qc.chunk_id
@@ -445,7 +475,7 @@ begin
 
     return query
     select a.key_id, a.weight, 1
-      from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events, soft_hubs) a
+      from sag_internal._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events, soft_hubs) a
      order by a.weight desc, a.key_id;
 end;
 $$;
@@ -500,24 +530,37 @@ declare
     new_keys integer;
     hop integer;
 begin
-    perform sag._require(query_embedding is not null, 'sag.expand_keys: query_embedding must not be NULL');
-    perform sag._require(similarity_floor >= 0 and similarity_floor < 1,
-                         format('sag.expand_keys: similarity_floor must be in [0, 1), got %s', similarity_floor));
-    perform sag._require(cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}'))
-                         and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}')),
-                         'sag.expand_keys: key_ids, key_weights and key_steps must have the same length');
-    perform sag._require(max_step >= 1, format('sag.expand_keys: max_step must be >= 1, got %s', max_step));
-    perform sag._require(threshold >= 0 and threshold <= 1,
-                         format('sag.expand_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
-                                threshold));
-    perform sag._require(top_n >= 1, format('sag.expand_keys: top_n must be >= 1, got %s', top_n));
-    perform sag._require(min_new_keys >= 0, format('sag.expand_keys: min_new_keys must be >= 0, got %s', min_new_keys));
-    perform sag._require(max_key_events >= 1,
-                         format('sag.expand_keys: max_key_events must be >= 1, got %s', max_key_events));
-    perform sag._require(not exists (select 1 from unnest(key_steps) s where s is null or s < 1),
-                         'sag.expand_keys: key_steps must be >= 1');
-    perform sag._require(floor_share >= 0 and floor_share <= 1,
-                         format('sag.expand_keys: floor_share must be in [0, 1], got %s', floor_share));
+    if (query_embedding is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.expand_keys: query_embedding must not be NULL';
+    end if;
+    if (similarity_floor >= 0 and similarity_floor < 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.expand_keys: similarity_floor must be in [0, 1), got %s', similarity_floor);
+    end if;
+    if (cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}')) and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}'))) is not true then
+        raise exception using errcode = '22023', message = 'sag.expand_keys: key_ids, key_weights and key_steps must have the same length';
+    end if;
+    if (max_step >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.expand_keys: max_step must be >= 1, got %s', max_step);
+    end if;
+    if (threshold >= 0 and threshold <= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.expand_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
+                                                      threshold);
+    end if;
+    if (top_n >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.expand_keys: top_n must be >= 1, got %s', top_n);
+    end if;
+    if (min_new_keys >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.expand_keys: min_new_keys must be >= 0, got %s', min_new_keys);
+    end if;
+    if (max_key_events >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.expand_keys: max_key_events must be >= 1, got %s', max_key_events);
+    end if;
+    if (not exists (select 1 from unnest(key_steps) s where s is null or s < 1)) is not true then
+        raise exception using errcode = '22023', message = 'sag.expand_keys: key_steps must be >= 1';
+    end if;
+    if (floor_share >= 0 and floor_share <= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.expand_keys: floor_share must be in [0, 1], got %s', floor_share);
+    end if;
 
     -- The input keys (in the sources), duplicates merged.
     select array_agg(x.key_id order by x.key_id), array_agg(x.w order by x.key_id), array_agg(x.step order by x.key_id)
@@ -552,7 +595,7 @@ begin
         -- Reverse activation over all keys of those events, pruned and L1-normalized: F'.
         select array_agg(a.key_id order by a.weight desc, a.key_id), array_agg(a.weight order by a.weight desc, a.key_id)
           into f_ids, f_w
-          from sag._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events, soft_hubs) a;
+          from sag_internal._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events, soft_hubs) a;
         exit when f_ids is null;
 
         select count(*) into new_keys from unnest(f_ids) k where k <> all (acc_ids);

@@ -3,7 +3,7 @@
 -- docs/retrieval.md explains every formula and choice made here.
 
 -- Signatures that gained parameters: drop the old ones, or calls would be ambiguous between two overloads.
-drop function if exists sag._bm25_score(text[], integer[], float8[], tsquery, bigint[], float8, float8, float8);
+drop function if exists sag_internal._bm25_score(text[], integer[], float8[], tsquery, bigint[], float8, float8, float8);
 drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8);
 drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[]);
 drop function if exists sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[]);
@@ -19,7 +19,7 @@ drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], inte
 
 -- The query's lexemes as sag.chunks.tsv stores them (same 'simple' configuration over space-joined tokens),
 -- each with its count in the query: a repeated query token counts repeatedly, as in bm25s and Lucene.
-create or replace function sag._bm25_query_terms(query_tokens text[])
+create or replace function sag_internal._bm25_query_terms(query_tokens text[])
 returns table (term text, qtf integer)
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -32,7 +32,7 @@ $$;
 -- GIN index), on all query terms (`terms`, `qtfs`, `idfs`), only chunks in chunk_filter when it is given.  tf
 -- is the number of positions of the lexeme in tsv: setweight + ts_filter cut the tsvector down to the query
 -- terms before it is unnested.
-create or replace function sag._bm25_score(
+create or replace function sag_internal._bm25_score(
     terms text[], qtfs integer[], idfs float8[], match_query tsquery, source_ids bigint[],
     avgdl float8, k1 float8, b float8, chunk_filter bigint[] default null)
 returns table (chunk_id bigint, score float8)
@@ -82,11 +82,18 @@ declare
     best bigint[] := '{}';
     best_scores float8[] := '{}';
 begin
-    perform sag._require(top_k >= 1, format('sag.bm25_chunks: top_k must be >= 1, got %s', top_k));
-    perform sag._require(k1 >= 0, format('sag.bm25_chunks: k1 must be >= 0, got %s', k1));
-    perform sag._require(b >= 0 and b <= 1, format('sag.bm25_chunks: b must be in [0, 1], got %s', b));
-    perform sag._require(max_postings is null or max_postings >= 1,
-                         format('sag.bm25_chunks: max_postings must be >= 1, got %s', max_postings));
+    if (top_k >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.bm25_chunks: top_k must be >= 1, got %s', top_k);
+    end if;
+    if (k1 >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.bm25_chunks: k1 must be >= 0, got %s', k1);
+    end if;
+    if (b >= 0 and b <= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.bm25_chunks: b must be in [0, 1], got %s', b);
+    end if;
+    if (max_postings is null or max_postings >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.bm25_chunks: max_postings must be >= 1, got %s', max_postings);
+    end if;
 
     -- N, avgdl and df over the searched sources, whatever chunk_filter says: a restriction narrows what is
     -- returned, not the corpus statistics.  Kept by ingestion (sql/idempotent/021-term-stats.sql): counting
@@ -99,7 +106,7 @@ begin
 
     -- Lucene idf of each query term.  Terms are ordered by the most they can add to a score, qtf * idf
     -- (since tf / (tf + K) < 1), biggest first: the rarest first.
-    with t as (select * from sag._bm25_query_terms(query_tokens))
+    with t as (select * from sag_internal._bm25_query_terms(query_tokens))
     select array_agg(x.term order by x.ub desc, x.term), array_agg(x.qtf order by x.ub desc, x.term),
            array_agg(x.idf order by x.ub desc, x.term), array_agg(x.df order by x.ub desc, x.term)
       into terms, qtfs, idfs, dfs
@@ -132,7 +139,7 @@ begin
         -- The posting budget: common terms left once it is spent only score the chunks found so far.
         exit when max_postings is not null and scanned > 0 and scanned + batch_df > max_postings;
         scanned := scanned + batch_df;
-        select string_agg(sag._lexeme_query(t)::text, ' | ')::tsquery into batch from unnest(terms[i:j]) t;
+        select string_agg(sag_internal._lexeme_query(t)::text, ' | ')::tsquery into batch from unnest(terms[i:j]) t;
         select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
                array_agg(s.score order by s.score desc, s.chunk_id)
           into best, best_scores
@@ -140,7 +147,7 @@ begin
                   from (select b0.chunk_id, b0.score from unnest(best, best_scores) as b0(chunk_id, score)
                         union all
                         select sc.chunk_id, sc.score
-                          from sag._bm25_score(terms, qtfs, idfs,
+                          from sag_internal._bm25_score(terms, qtfs, idfs,
                                                case when seen is null then batch else batch && !! seen end,
                                                source_ids, avgdl, k1, b, chunk_filter) sc) u
                  order by u.score desc, u.chunk_id
@@ -178,11 +185,15 @@ set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
-    perform sag._require(query_embedding is not null, 'sag.dense_chunks: query_embedding must not be NULL');
-    perform sag._require(top_k >= 1, format('sag.dense_chunks: top_k must be >= 1, got %s', top_k));
+    if (query_embedding is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.dense_chunks: query_embedding must not be NULL';
+    end if;
+    if (top_k >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.dense_chunks: top_k must be >= 1, got %s', top_k);
+    end if;
     return query
     select n.chunk_id, greatest(0, 1 - n.distance)
-      from sag._nearest_chunks(query_embedding, source_ids, top_k, chunk_filter) n
+      from sag_internal._nearest_chunks(query_embedding, source_ids, top_k, chunk_filter) n
      order by n.distance, n.chunk_id;
 end;
 $$;
@@ -204,7 +215,9 @@ set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
-    perform sag._require(rrf_k >= 0, format('sag.hybrid_chunks: rrf_k must be >= 0, got %s', rrf_k));
+    if (rrf_k >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.hybrid_chunks: rrf_k must be >= 0, got %s', rrf_k);
+    end if;
     return query
     with dense as (
         select d.chunk_id, row_number() over (order by d.similarity desc, d.chunk_id) as r
@@ -244,13 +257,21 @@ set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
-    perform sag._require(query_embedding is not null, 'sag.query_chunks: query_embedding must not be NULL');
-    perform sag._require(similarity_floor >= 0 and similarity_floor < 1,
-                         format('sag.query_chunks: similarity_floor must be in [0, 1), got %s', similarity_floor));
-    perform sag._require(vector_limit >= 0, format('sag.query_chunks: vector_limit must be >= 0, got %s', vector_limit));
-    perform sag._require(text_limit >= 0, format('sag.query_chunks: text_limit must be >= 0, got %s', text_limit));
-    perform sag._require(text_weight >= 0 and text_weight <= 1,
-                         format('sag.query_chunks: text_weight must be in [0, 1], got %s', text_weight));
+    if (query_embedding is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.query_chunks: query_embedding must not be NULL';
+    end if;
+    if (similarity_floor >= 0 and similarity_floor < 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.query_chunks: similarity_floor must be in [0, 1), got %s', similarity_floor);
+    end if;
+    if (vector_limit >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.query_chunks: vector_limit must be >= 0, got %s', vector_limit);
+    end if;
+    if (text_limit >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.query_chunks: text_limit must be >= 0, got %s', text_limit);
+    end if;
+    if (text_weight >= 0 and text_weight <= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.query_chunks: text_weight must be in [0, 1], got %s', text_weight);
+    end if;
     return query
     with by_vector as (
         select d.chunk_id, d.similarity
@@ -324,26 +345,34 @@ set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
-    perform sag._require(query_embedding is not null, 'sag.rank_chunks: query_embedding must not be NULL');
-    perform sag._require(similarity_floor >= 0 and similarity_floor < 1,
-                         format('sag.rank_chunks: similarity_floor must be in [0, 1), got %s', similarity_floor));
-    perform sag._require(cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}'))
-                         and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}')),
-                         'sag.rank_chunks: key_ids, key_weights and key_steps must have the same length');
-    perform sag._require(not exists (select 1 from unnest(key_steps) st where st is null or st < 1),
-                         'sag.rank_chunks: key_steps must be >= 1');
-    perform sag._require(vector_limit >= 0, format('sag.rank_chunks: vector_limit must be >= 0, got %s', vector_limit));
-    perform sag._require(text_limit >= 0, format('sag.rank_chunks: text_limit must be >= 0, got %s', text_limit));
-    perform sag._require(key_chunk_limit >= 0,
-                         format('sag.rank_chunks: key_chunk_limit must be >= 0, got %s', key_chunk_limit));
-    perform sag._require(text_weight >= 0 and text_weight <= 1,
-                         format('sag.rank_chunks: text_weight must be in [0, 1], got %s', text_weight));
-    perform sag._require(chunk_ids is null
-                         or (cardinality(chunk_ids) = cardinality(coalesce(chunk_similarities, '{}'))
-                             and cardinality(chunk_ids) = cardinality(coalesce(chunk_text_scores, '{}'))
-                             and (chunk_via_vector is null or cardinality(chunk_ids) = cardinality(chunk_via_vector))),
-                         'sag.rank_chunks: chunk_ids, chunk_similarities, chunk_text_scores (and chunk_via_vector) '
-                         'must have the same length');
+    if (query_embedding is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.rank_chunks: query_embedding must not be NULL';
+    end if;
+    if (similarity_floor >= 0 and similarity_floor < 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.rank_chunks: similarity_floor must be in [0, 1), got %s', similarity_floor);
+    end if;
+    if (cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}')) and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}'))) is not true then
+        raise exception using errcode = '22023', message = 'sag.rank_chunks: key_ids, key_weights and key_steps must have the same length';
+    end if;
+    if (not exists (select 1 from unnest(key_steps) st where st is null or st < 1)) is not true then
+        raise exception using errcode = '22023', message = 'sag.rank_chunks: key_steps must be >= 1';
+    end if;
+    if (vector_limit >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.rank_chunks: vector_limit must be >= 0, got %s', vector_limit);
+    end if;
+    if (text_limit >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.rank_chunks: text_limit must be >= 0, got %s', text_limit);
+    end if;
+    if (key_chunk_limit >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.rank_chunks: key_chunk_limit must be >= 0, got %s', key_chunk_limit);
+    end if;
+    if (text_weight >= 0 and text_weight <= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.rank_chunks: text_weight must be in [0, 1], got %s', text_weight);
+    end if;
+    if (chunk_ids is null or (cardinality(chunk_ids) = cardinality(coalesce(chunk_similarities, '{}')) and cardinality(chunk_ids) = cardinality(coalesce(chunk_text_scores, '{}')) and (chunk_via_vector is null or cardinality(chunk_ids) = cardinality(chunk_via_vector)))) is not true then
+        raise exception using errcode = '22023', message = 'sag.rank_chunks: chunk_ids, chunk_similarities, chunk_text_scores (and chunk_via_vector) '
+                                                      'must have the same length';
+    end if;
     return query
     with kf as (
         -- key-final, restricted to the sources; duplicates merged (largest weight, first step).
@@ -449,7 +478,7 @@ begin
     -- A term no chunk holds counts with the largest idf: no passage answers that part of the question.
     select array_agg(d.term), array_agg(ln(1 + (n - d.df + 0.5) / (d.df + 0.5)))
       into terms, idfs
-      from sag.bm25_df(array(select distinct q.term from sag._bm25_query_terms(query_tokens) q), source_ids) d;
+      from sag.bm25_df(array(select distinct q.term from sag_internal._bm25_query_terms(query_tokens) q), source_ids) d;
     if terms is null then
         return 0;
     end if;
@@ -458,7 +487,7 @@ begin
       from (select sum(u.idf) as idf from unnest(idfs) as u(idf)) total,
            lateral (select (select coalesce(sum(w.idf), 0)
                               from unnest(terms, idfs) as w(term, idf)
-                             where c.tsv @@ sag._lexeme_query(w.term)) as held
+                             where c.tsv @@ sag_internal._lexeme_query(w.term)) as held
                       from sag.chunks c
                      where c.id = any (chunk_ids)) x
      where total.idf > 0;

@@ -9,7 +9,7 @@
 -- cut_for_search does at ingestion.
 
 -- Han ideographs (+ 〇 and 々), as sag_pg.text.tokenize._HAN.
-create or replace function sag._han_class()
+create or replace function sag_internal._han_class()
 returns text
 language sql immutable parallel safe
 set search_path = pg_catalog, pg_temp
@@ -17,7 +17,7 @@ as $$ select '\u3005\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U00
 
 -- One word as key normalization sees it (sag_pg.text.normalize.normalize_key, without synonyms): NFKC,
 -- lower case, Latin diacritics dropped, letters, digits and marks only.
-create or replace function sag._fold_word(word text)
+create or replace function sag_internal._fold_word(word text)
 returns text
 language sql immutable parallel safe
 set search_path = pg_catalog, pg_temp
@@ -34,7 +34,7 @@ $$;
 -- then the 2- and 3-character index words inside each longer word (cut_for_search).  A character the index
 -- does not hold has frequency 1 in the route (as jieba treats characters missing from its dictionary), and a
 -- run of them is one unknown word.
-create or replace function sag._segment_han(run text, source_ids bigint[] default null)
+create or replace function sag_internal._segment_han(run text, source_ids bigint[] default null)
 returns text[]
 language plpgsql stable
 set search_path = pg_catalog, pg_temp
@@ -123,7 +123,7 @@ language plpgsql stable
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    han text := sag._han_class();
+    han text := sag_internal._han_class();
     run text;
     part record;
     terms text[] := '{}';
@@ -138,7 +138,7 @@ begin
             if part.other is not null then
                 if char_length(part.other) <= 100 then terms := terms || part.other; end if;
             else
-                terms := terms || sag._segment_han(part.han_run, source_ids);
+                terms := terms || sag_internal._segment_han(part.han_run, source_ids);
             end if;
         end loop;
     end loop;
@@ -168,13 +168,15 @@ language plpgsql stable
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    han text := sag._han_class();
+    han text := sag_internal._han_class();
     span record;
     taken integer[] := '{}';
     accepted_first integer;
     accepted_last integer;
 begin
-    perform sag._require(max_words >= 1, format('sag.named_keys: max_words must be >= 1, got %s', max_words));
+    if (max_words >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.named_keys: max_words must be >= 1, got %s', max_words);
+    end if;
     for span in
         with words as (
             -- Word units: a Han character each, else a letter/digit run (a hyphenated run is one word).
@@ -185,7 +187,7 @@ begin
         ),
         spans as (
             select f.pos as first_word, l.pos as last_word, f.is_han,
-                   (select string_agg(sag._fold_word(x.word), '' order by x.pos)
+                   (select string_agg(sag_internal._fold_word(x.word), '' order by x.pos)
                       from words x where x.pos between f.pos and l.pos) as normalized,
                    (select string_agg(x.word, case when f.is_han then '' else ' ' end order by x.pos)
                       from words x where x.pos between f.pos and l.pos) as text

@@ -13,13 +13,13 @@
 drop function if exists sag.search(text, integer, text);
 drop function if exists sag.search_by_vector(vector, text, integer, text, integer);
 drop function if exists sag.keys_named(text[], bigint[], integer);
-drop function if exists sag._query_tokens(text);
+drop function if exists sag_internal._query_tokens(text);
 drop function if exists sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
                                     float8, integer, float8, integer, integer, integer, integer, integer, integer,
                                     integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean);
 
 -- Milliseconds since `since`, for the timings of sag.retrieve.
-create or replace function sag._ms_since(since timestamptz)
+create or replace function sag_internal._ms_since(since timestamptz)
 returns float8
 language sql volatile
 set search_path = pg_catalog, pg_temp
@@ -84,12 +84,22 @@ declare
     coverage float8;
     key_weight float8;
     floors record;
+    unknown bigint;
 begin
-    perform sag._require(query_embedding is not null, 'sag.retrieve: query_embedding must not be NULL');
-    perform sag._require(named_key_floor >= 0 and named_key_floor <= 1,
-                         format('sag.retrieve: named_key_floor must be in [0, 1], got %s', named_key_floor));
-    perform sag._require(cardinality(coalesce(seed_key_ids, '{}')) = cardinality(coalesce(seed_weights, '{}')),
-                         'sag.retrieve: seed_key_ids and seed_weights must have the same length');
+    if (query_embedding is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.retrieve: query_embedding must not be NULL';
+    end if;
+    unknown := sag_internal._unknown_source_id(source_ids);
+    if unknown is not null then
+        raise exception using errcode = 'P0002', message = format('sag.retrieve: no source with id %s', unknown),
+                              hint = 'List sources with: select id, name from sag.sources;';
+    end if;
+    if (named_key_floor >= 0 and named_key_floor <= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.retrieve: named_key_floor must be in [0, 1], got %s', named_key_floor);
+    end if;
+    if (cardinality(coalesce(seed_key_ids, '{}')) = cardinality(coalesce(seed_weights, '{}'))) is not true then
+        raise exception using errcode = '22023', message = 'sag.retrieve: seed_key_ids and seed_weights must have the same length';
+    end if;
 
     t := clock_timestamp();
     select c.events, c.hub_events into corpus_events, hub_events from sag.calibration(source_ids) c;
@@ -114,7 +124,7 @@ begin
               from sag.named_keys(query, source_ids, max_key_events => max_key_events) n;
             select s_ids || coalesce(array_agg(k.id order by k.id), '{}'),
                    s_w || coalesce(array_agg(case when k.event_count > max_key_events
-                                                  then sag._key_weight(k.type, k.event_count, corpus_events,
+                                                  then sag_internal._key_weight(k.type, k.event_count, corpus_events,
                                                                        src.config -> 'key_types')
                                                   else 1.0 end order by k.id), '{}')
               into s_ids, s_w
@@ -125,7 +135,7 @@ begin
         s_ids := seed_key_ids;
         s_w := seed_weights;
     end if;
-    timings := timings || jsonb_build_object('question', sag._ms_since(t));
+    timings := timings || jsonb_build_object('question', sag_internal._ms_since(t));
 
     t := clock_timestamp();
     select array_agg(q.chunk_id), array_agg(q.similarity), array_agg(q.text_score), array_agg(q.via_vector)
@@ -133,7 +143,7 @@ begin
       from sag.query_chunks(query_embedding, tokens, source_ids, vector_limit => vector_limit,
                             text_limit => text_limit, text_weight => coalesce(text_weight, 0.5), chunk_filter => chunk_filter,
                             text_max_postings => text_max_postings, similarity_floor => floors.chunk) q;
-    timings := timings || jsonb_build_object('query_chunks', sag._ms_since(t));
+    timings := timings || jsonb_build_object('query_chunks', sag_internal._ms_since(t));
 
     -- How much of the question the best BM25 chunks hold on their own (sag.question_coverage): the lexical
     -- evidence's share of s (text_weight), and what is left for the key evidence (key_weight).
@@ -146,7 +156,7 @@ begin
         text_weight := coverage;
     end if;
     key_weight := case when adaptive_keys then least(1, 2 * (1 - coverage)) else 1 end;
-    timings := timings || jsonb_build_object('coverage', sag._ms_since(t));
+    timings := timings || jsonb_build_object('coverage', sag_internal._ms_since(t));
 
     t := clock_timestamp();
     select array_agg(a.key_id), array_agg(a.weight), array_agg(a.step) into act_ids, act_w, act_s
@@ -157,7 +167,7 @@ begin
                              feedback_chunks => feedback_chunks, event_filter => event_filter,
                              corpus_events => corpus_events, hub_seed_ids => named,
                              similarity_floor => floors.event, soft_hubs => soft_hubs) a;
-    timings := timings || jsonb_build_object('activate_keys', sag._ms_since(t));
+    timings := timings || jsonb_build_object('activate_keys', sag_internal._ms_since(t));
 
     t := clock_timestamp();
     select array_agg(e.key_id), array_agg(e.weight), array_agg(e.step) into kf_ids, kf_w, kf_s
@@ -167,7 +177,7 @@ begin
                            floor_key_ids => named, floor_share => named_key_floor,
                            corpus_events => corpus_events, similarity_floor => floors.event,
                            soft_hubs => soft_hubs) e;
-    timings := timings || jsonb_build_object('expand_keys', sag._ms_since(t));
+    timings := timings || jsonb_build_object('expand_keys', sag_internal._ms_since(t));
 
     t := clock_timestamp();
     select coalesce(jsonb_agg(jsonb_build_object(
@@ -182,7 +192,7 @@ begin
                            chunk_text_scores => coalesce(qc_ts, '{}'), chunk_via_vector => coalesce(qc_vv, '{}'),
                            chunk_filter => chunk_filter, key_weight => key_weight,
                            similarity_floor => floors.chunk) r;
-    timings := timings || jsonb_build_object('rank_chunks', sag._ms_since(t));
+    timings := timings || jsonb_build_object('rank_chunks', sag_internal._ms_since(t));
 
     if with_edges and kf_ids is not null then
         t := clock_timestamp();
@@ -190,7 +200,7 @@ begin
           from sag.chunk_keys ck
          where ck.chunk_id in (select (c ->> 'chunk_id')::bigint from jsonb_array_elements(chunks) c)
            and ck.key_id = any (kf_ids);
-        timings := timings || jsonb_build_object('edges', sag._ms_since(t));
+        timings := timings || jsonb_build_object('edges', sag_internal._ms_since(t));
     end if;
 
     return jsonb_build_object(
@@ -205,7 +215,7 @@ begin
         'similarity_floors', jsonb_build_object('chunk', floors.chunk, 'event', floors.event, 'key', floors.key),
         'chunks', chunks,
         'edges', edges,
-        'timings_ms', timings || jsonb_build_object('sql_total', sag._ms_since(t0)));
+        'timings_ms', timings || jsonb_build_object('sql_total', sag_internal._ms_since(t0)));
 end;
 $$;
 comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
@@ -250,7 +260,7 @@ comment on function sag.spread_documents(bigint[], float8[]) is
 -- The question's vector for a psql entry point (sag.search, sag.local_context): the given one, else
 -- sag.embed_hash of the question, which only a database bound to the hash embedder accepts (22023 otherwise,
 -- naming the caller, with `hint`).
-create or replace function sag._psql_query_embedding(query text, query_embedding vector, caller text, hint text)
+create or replace function sag_internal._psql_query_embedding(query text, query_embedding vector, caller text, hint text)
 returns vector
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -285,8 +295,10 @@ declare
     sids bigint[];
     result jsonb;
 begin
-    perform sag._require(top_n >= 1, format('sag.search: top_n must be >= 1, got %s', top_n));
-    query_embedding := sag._psql_query_embedding(query, query_embedding, 'sag.search',
+    if (top_n >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.search: top_n must be >= 1, got %s', top_n);
+    end if;
+    query_embedding := sag_internal._psql_query_embedding(query, query_embedding, 'sag.search',
         'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).');
     if source is not null then
         sids := sag.source_ids(array[source]);

@@ -13,7 +13,7 @@
 
 -- Mean cosine over the pairs of a deterministic sample (by hashint8 of the id, so a calibration of the same
 -- data is the same) of at most 60 of one source's embeddings: up to 1,770 pairs.
-create or replace function sag._chance_cosine(embeddings halfvec[])
+create or replace function sag_internal._chance_cosine(embeddings halfvec[])
 returns float8
 language sql immutable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -34,13 +34,13 @@ declare
     result jsonb;
 begin
     select coalesce(jsonb_object_agg(s.id::text, jsonb_build_object(
-               'chunk', coalesce(sag._chance_cosine(array(
+               'chunk', coalesce(sag_internal._chance_cosine(array(
                    select c.embedding from sag.chunks c where c.source_id = s.id and c.embedding is not null
                     order by hashint8(c.id) limit 60)), 0),
-               'event', coalesce(sag._chance_cosine(array(
+               'event', coalesce(sag_internal._chance_cosine(array(
                    select e.embedding from sag.events e where e.source_id = s.id and e.embedding is not null
                     order by hashint8(e.id) limit 60)), 0),
-               'key', coalesce(sag._chance_cosine(array(
+               'key', coalesce(sag_internal._chance_cosine(array(
                    select k.embedding from sag.keys k where k.source_id = s.id and k.embedding is not null
                     order by hashint8(k.id) limit 60)), 0))), '{}')
       into result

@@ -17,7 +17,7 @@
 -- IDF 1 (§4.4: "不计算时，所有 IDF 都为 1").
 
 -- Links (event, key) of the chosen events, keys limited to key_types (NULL = every type).
-create or replace function sag._cluster_links(event_ids bigint[], key_types text[])
+create or replace function sag_internal._cluster_links(event_ids bigint[], key_types text[])
 returns table (event_id bigint, key_id bigint)
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -30,7 +30,7 @@ as $$
 $$;
 
 -- IDF of a key held by df of n chosen events; 1 when IDF is switched off.
-create or replace function sag._cluster_idf(n float8, df float8, use_idf boolean)
+create or replace function sag_internal._cluster_idf(n float8, df float8, use_idf boolean)
 returns float8
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -47,12 +47,16 @@ as $$
 declare
     n float8;
 begin
-    perform sag._require(event_ids is not null, 'sag.cluster_key_idf: event_ids must not be NULL');
-    perform sag._require(use_idf is not null, 'sag.cluster_key_idf: use_idf must not be NULL');
+    if (event_ids is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.cluster_key_idf: event_ids must not be NULL';
+    end if;
+    if (use_idf is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.cluster_key_idf: use_idf must not be NULL';
+    end if;
     select count(*) into n from sag.events e where e.id = any (event_ids);
     return query
-    select l.key_id, sag._cluster_idf(n, count(*)::float8, use_idf)
-      from sag._cluster_links(event_ids, key_types) l
+    select l.key_id, sag_internal._cluster_idf(n, count(*)::float8, use_idf)
+      from sag_internal._cluster_links(event_ids, key_types) l
      group by l.key_id
      order by l.key_id;
 end;
@@ -75,19 +79,24 @@ as $$
 declare
     n float8;
 begin
-    perform sag._require(event_ids is not null, 'sag.cluster_key_pairs: event_ids must not be NULL');
-    perform sag._require(use_idf is not null, 'sag.cluster_key_pairs: use_idf must not be NULL');
-    perform sag._require(max_key_events >= 1,
-                         format('sag.cluster_key_pairs: max_key_events must be >= 1, got %s', max_key_events));
+    if (event_ids is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.cluster_key_pairs: event_ids must not be NULL';
+    end if;
+    if (use_idf is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.cluster_key_pairs: use_idf must not be NULL';
+    end if;
+    if (max_key_events >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.cluster_key_pairs: max_key_events must be >= 1, got %s', max_key_events);
+    end if;
     select count(*) into n from sag.events e where e.id = any (event_ids);
     return query
     with links as materialized (
-        select l.event_id, l.key_id from sag._cluster_links(event_ids, key_types) l
+        select l.event_id, l.key_id from sag_internal._cluster_links(event_ids, key_types) l
     ),
     weighted as (
         -- Keys held by one event make no pair; keys held by more than max_key_events would make
         -- df(df-1)/2 pairs each; keys worth 0 (held by every chosen event) add nothing to any pair.
-        select l.key_id, sag._cluster_idf(n, count(*)::float8, use_idf) as idf
+        select l.key_id, sag_internal._cluster_idf(n, count(*)::float8, use_idf) as idf
           from links l
          group by l.key_id
         having count(*) between 2 and max_key_events
@@ -121,12 +130,18 @@ declare
     n bigint;
     cap integer;
 begin
-    perform sag._require(event_ids is not null, 'sag.cluster_key_cap: event_ids must not be NULL');
-    perform sag._require(max_pairs >= 0, format('sag.cluster_key_cap: max_pairs must be >= 0, got %s', max_pairs));
-    perform sag._require(use_idf is not null, 'sag.cluster_key_cap: use_idf must not be NULL');
+    if (event_ids is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.cluster_key_cap: event_ids must not be NULL';
+    end if;
+    if (max_pairs >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.cluster_key_cap: max_pairs must be >= 0, got %s', max_pairs);
+    end if;
+    if (use_idf is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.cluster_key_cap: use_idf must not be NULL';
+    end if;
     select count(*) into n from sag.events e where e.id = any (event_ids);
     with df as (
-        select count(*) as df from sag._cluster_links(event_ids, key_types) l group by l.key_id
+        select count(*) as df from sag_internal._cluster_links(event_ids, key_types) l group by l.key_id
     ),
     by_df as (
         -- Keys that make pairs: held by two or more events, and not worth 0 (held by all of them, with IDF).
@@ -164,10 +179,15 @@ declare
     sids bigint[];
     whole_sources boolean;
 begin
-    perform sag._require(event_ids is not null, 'sag.cluster_semantic_pairs: event_ids must not be NULL');
-    perform sag._require(k >= 1, format('sag.cluster_semantic_pairs: k must be >= 1, got %s', k));
-    perform sag._require(exact_max >= 0,
-                         format('sag.cluster_semantic_pairs: exact_max must be >= 0, got %s', exact_max));
+    if (event_ids is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.cluster_semantic_pairs: event_ids must not be NULL';
+    end if;
+    if (k >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.cluster_semantic_pairs: k must be >= 1, got %s', k);
+    end if;
+    if (exact_max >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.cluster_semantic_pairs: exact_max must be >= 0, got %s', exact_max);
+    end if;
     select count(*), array_agg(distinct e.source_id) into n, sids
       from sag.events e where e.id = any (event_ids) and e.embedding is not null;
     if n < 2 then

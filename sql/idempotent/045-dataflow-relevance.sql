@@ -30,7 +30,7 @@ comment on function sag.dataflow_type_weights(bigint[]) is
     'sources); a type not listed weighs 1.0.  Example: select sag.dataflow_type_weights();';
 
 -- The weight of one type under such a map (1.0 when the map does not name it).
-create or replace function sag._dataflow_type_weight(key_type text, type_weights jsonb)
+create or replace function sag_internal._dataflow_type_weight(key_type text, type_weights jsonb)
 returns float8
 language sql immutable parallel safe
 set search_path = pg_catalog, pg_temp
@@ -41,7 +41,7 @@ as $$ select coalesce((type_weights ->> key_type)::float8, 1.0) $$;
 -- document ("subject"), while sentences of other documents give the same name as a person or location key; the
 -- seed's LLM types an entity once.  Without this, "Ada Lovelace" the subject and "Ada Lovelace" the person
 -- would be two entities and the bridge between the two documents would not exist.
-create or replace function sag._dataflow_entity_type(source_id bigint, normalized text, key_type text)
+create or replace function sag_internal._dataflow_entity_type(source_id bigint, normalized text, key_type text)
 returns text
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -74,8 +74,8 @@ set search_path = pg_catalog, sag, public, pg_temp
 as $$
     with typed as (
         -- A name is one entity whatever type a key of it was given: its type is the one of its non-topic keys
-        -- with most events, topic only when it has no other (see sag._dataflow_entity_type).
-        select u.owner, sag._dataflow_entity_type(k.source_id, k.normalized, k.type) as type, k.normalized,
+        -- with most events, topic only when it has no other (see sag_internal._dataflow_entity_type).
+        select u.owner, sag_internal._dataflow_entity_type(k.source_id, k.normalized, k.type) as type, k.normalized,
                k.embedding, k.id
           from unnest(member_owner, member_key) as u(owner, key_id)
           join sag.keys k on k.id = u.key_id),
@@ -89,7 +89,7 @@ as $$
         select distinct p.l, p.r from unnest(pair_left, pair_right) as p(l, r)),
     dims as (
         select p.l, p.r, a.type, a.n as n_left, b.n as n_right,
-               sag._dataflow_type_weight(a.type, type_weights) as w
+               sag_internal._dataflow_type_weight(a.type, type_weights) as w
           from pairs p
           join owner_types a on a.owner = p.l
           join owner_types b on b.owner = p.r and b.type = a.type),

@@ -3,7 +3,7 @@
 
 -- The stored keys a question activates, each once (first origin wins, in this order):
 --   caller  the names the caller extracted (the rule extractor on the question, an LLM, --key), matched on the
---           normalized name (as given or folded by sag._fold_word), within the given type when there is one;
+--           normalized name (as given or folded by sag_internal._fold_word), within the given type when there is one;
 --   named   the keys the question names (sag.named_keys);
 --   term    string keys whose normalized name is one of the question's terms (sag.query_terms): the
 --           question's words that are keys ("战役", "film"), which the capitals rule of named_keys misses;
@@ -21,7 +21,7 @@ as $$
         select k.id, 1 as priority, 'caller' as origin
           from unnest(coalesce(entity_names, '{}'), coalesce(entity_types, array_fill(null::text, array[cardinality(coalesce(entity_names, '{}'))])))
                as c(name, type)
-          join sag.keys k on k.normalized in (c.name, sag._fold_word(c.name))
+          join sag.keys k on k.normalized in (c.name, sag_internal._fold_word(c.name))
                          and (nullif(c.type, '') is null or k.type = lower(c.type))
          where source_ids is null or k.source_id = any (source_ids)
         union all
@@ -72,13 +72,16 @@ declare
     m_owner bigint[];
     m_key bigint[];
 begin
-    perform sag._require(top_k >= 1, format('sag.dataflow_match: top_k must be >= 1, got %s', top_k));
-    perform sag._require(ratio_share between 0 and 1,
-                         format('sag.dataflow_match: ratio_share must be in [0, 1], got %s', ratio_share));
+    if (top_k >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.dataflow_match: top_k must be >= 1, got %s', top_k);
+    end if;
+    if (ratio_share between 0 and 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.dataflow_match: ratio_share must be in [0, 1], got %s', ratio_share);
+    end if;
     select array_agg(x.event_id order by x.types desc, x.keys desc, x.event_id) into cand
       from (select ek.event_id, count(distinct k0.type) as types, count(*) as keys
               from sag.keys k0
-              -- the same name under any type (sag._dataflow_entity_type)
+              -- the same name under any type (sag_internal._dataflow_entity_type)
               join sag.keys k on k.source_id = k0.source_id and k.normalized = k0.normalized
               join sag.event_keys ek on ek.key_id = k.id
               join sag.events e on e.id = ek.event_id

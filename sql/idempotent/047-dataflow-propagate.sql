@@ -45,11 +45,18 @@ declare
     n_ratio float8[];
     n_score float8[];
 begin
-    perform sag._require(depth >= 0, format('sag.dataflow_propagate: depth must be >= 0, got %s', depth));
-    perform sag._require(breadth >= 1, format('sag.dataflow_propagate: breadth must be >= 1, got %s', breadth));
-    perform sag._require(decay > 0 and decay <= 1, format('sag.dataflow_propagate: decay must be in (0, 1], got %s', decay));
-    perform sag._require(cardinality(coalesce(seed_event_ids, '{}')) = cardinality(coalesce(seed_activations, '{}')),
-                         'sag.dataflow_propagate: seed_event_ids and seed_activations must have the same length');
+    if (depth >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.dataflow_propagate: depth must be >= 0, got %s', depth);
+    end if;
+    if (breadth >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.dataflow_propagate: breadth must be >= 1, got %s', breadth);
+    end if;
+    if (decay > 0 and decay <= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.dataflow_propagate: decay must be in (0, 1], got %s', decay);
+    end if;
+    if (cardinality(coalesce(seed_event_ids, '{}')) = cardinality(coalesce(seed_activations, '{}'))) is not true then
+        raise exception using errcode = '22023', message = 'sag.dataflow_propagate: seed_event_ids and seed_activations must have the same length';
+    end if;
     -- Hop 0: the seeds (a repeated id keeps its largest activation).
     select array_agg(s.id order by s.act desc, s.id), array_agg(s.act order by s.act desc, s.id)
       into f_ids, f_act
@@ -71,7 +78,7 @@ begin
                                count(distinct k0.type) as types, count(*) as keys
                           from sag.event_keys ek
                           join sag.keys k0 on k0.id = ek.key_id
-                          -- the same name under any type (sag._dataflow_entity_type)
+                          -- the same name under any type (sag_internal._dataflow_entity_type)
                           join sag.keys k on k.source_id = k0.source_id and k.normalized = k0.normalized
                                          and k.event_count <= hub
                           join sag.event_keys other on other.key_id = k.id

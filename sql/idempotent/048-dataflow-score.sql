@@ -19,7 +19,7 @@ comment on function sag.dataflow_time_decay(timestamptz, timestamptz, float8) is
 
 -- User preference (seed §7.2 calculate_preference_score): 0.5, + 0.3 when a focus name is one of the event's
 -- topic keys, + 0.2 when one is one of its tag keys, at most 1.  Focus names are compared folded
--- (sag._fold_word) with the keys' normalized names.
+-- (sag_internal._fold_word) with the keys' normalized names.
 create or replace function sag.dataflow_preference(event_id bigint, focus text[])
 returns float8
 language sql stable
@@ -28,11 +28,11 @@ as $$
     select least(1.0, 0.5
                + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.id = ek.key_id
                                     where ek.event_id = dataflow_preference.event_id and k.type = 'topic'
-                                      and k.normalized in (select sag._fold_word(f) from unnest(focus) f))
+                                      and k.normalized in (select sag_internal._fold_word(f) from unnest(focus) f))
                       then 0.3 else 0 end
                + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.id = ek.key_id
                                     where ek.event_id = dataflow_preference.event_id and k.type = 'tag'
-                                      and k.normalized in (select sag._fold_word(f) from unnest(focus) f))
+                                      and k.normalized in (select sag_internal._fold_word(f) from unnest(focus) f))
                       then 0.2 else 0 end)::float8
 $$;
 comment on function sag.dataflow_preference(bigint, text[]) is

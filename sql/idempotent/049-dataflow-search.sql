@@ -66,7 +66,7 @@ comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bi
 -- The DataFlow search (seed §8.2), one call:
 --   1. entities: sag.dataflow_query_entities (caller-given names, named keys, term keys, nearest keys);
 --   2. structured list: sag.dataflow_match of the entities (multi-dimension matching), list_limit events;
---      vector list: the list_limit events nearest to the query embedding (sag._nearest_events);
+--      vector list: the list_limit events nearest to the query embedding (sag_internal._nearest_events);
 --   3. initial events: weighted RRF (sag.dataflow_rrf, k = rrf_k) of the two, the first initial_limit;
 --      each activated by its match against the query's entities (ratio_share match_ratio + (1 - ratio_share)
 --      relevance; 0 without a shared type);
@@ -135,15 +135,24 @@ declare
     text_ids bigint[];
     tokens text[];
 begin
-    perform sag._require(query_embedding is not null, 'sag.dataflow_search: query_embedding must not be NULL');
-    perform sag._require(top_n >= 1, format('sag.dataflow_search: top_n must be >= 1, got %s', top_n));
-    perform sag._require(cardinality(score_weights) = 4,
-                         'sag.dataflow_search: score_weights must hold 4 weights (relevance, vector, time, preference)');
-    perform sag._require(max_gap >= 0, format('sag.dataflow_search: max_gap must be >= 0, got %s', max_gap));
-    perform sag._require(text_weight >= 0 and text_weight < 1,
-                         format('sag.dataflow_search: text_weight must be in [0, 1), got %s', text_weight));
-    perform sag._require(time_basis in ('event', 'ingest'),
-                         format('sag.dataflow_search: time_basis must be event or ingest, got %s', time_basis));
+    if (query_embedding is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.dataflow_search: query_embedding must not be NULL';
+    end if;
+    if (top_n >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.dataflow_search: top_n must be >= 1, got %s', top_n);
+    end if;
+    if (cardinality(score_weights) = 4) is not true then
+        raise exception using errcode = '22023', message = 'sag.dataflow_search: score_weights must hold 4 weights (relevance, vector, time, preference)';
+    end if;
+    if (max_gap >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.dataflow_search: max_gap must be >= 0, got %s', max_gap);
+    end if;
+    if (text_weight >= 0 and text_weight < 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.dataflow_search: text_weight must be in [0, 1), got %s', text_weight);
+    end if;
+    if (time_basis in ('event', 'ingest')) is not true then
+        raise exception using errcode = '22023', message = format('sag.dataflow_search: time_basis must be event or ingest, got %s', time_basis);
+    end if;
     list_limit := coalesce(list_limit, 4 * top_n);       -- seed: sql_search/vector_search top_k * 2, top_k = 2 top_n
     initial_limit := coalesce(initial_limit, 2 * top_n); -- seed: hybrid_search(top_k = config.top_k * 2)
     now_at := coalesce(now_at, now());
@@ -161,14 +170,14 @@ begin
     tokens := sag.query_terms(query, source_ids);
     select coalesce(jsonb_agg(jsonb_build_object('key_id', e.key_id, 'type', e.type, 'name', e.name,
                                                  'origin', e.origin, 'hub', k.event_count > hub,
-                                                 'weight', sag._dataflow_type_weight(e.type, weights))
+                                                 'weight', sag_internal._dataflow_type_weight(e.type, weights))
                               order by e.key_id), '[]'),
            array_agg(e.key_id order by e.key_id)
       into entities, q_keys
       from sag.dataflow_query_entities(query, query_embedding, source_ids, entity_names, entity_types, use_terms,
                                        key_match_top_k, key_min_similarity, tokens) e
       join sag.keys k on k.id = e.key_id;
-    timings := timings || jsonb_build_object('entities', sag._ms_since(t));
+    timings := timings || jsonb_build_object('entities', sag_internal._ms_since(t));
 
     -- 2. the structured (entity) list and the vector list
     t := clock_timestamp();
@@ -179,7 +188,7 @@ begin
       from (select x.*, row_number() over (order by x.score desc, x.event_id) as n
               from sag.dataflow_match(coalesce(q_keys, '{}'), source_ids, weights, hub, top_k => list_limit,
                                       vector_share => vector_share, ratio_share => ratio_share) x) m;
-    timings := timings || jsonb_build_object('structured', sag._ms_since(t));
+    timings := timings || jsonb_build_object('structured', sag_internal._ms_since(t));
     -- The full-text list (BM25 chunks, sag.bm25_chunks): fused into the chunk ranking (step 6) when text_weight
     -- > 0; with text_seeds its chunks' events join the structured list (RRF, equal weights) before step 3.
     t := clock_timestamp();
@@ -196,14 +205,14 @@ begin
                                 0.5, 0.5, rrf_k) f;
         s_ids := s_ids[1:list_limit];
     end if;
-    timings := timings || jsonb_build_object('text', sag._ms_since(t));
+    timings := timings || jsonb_build_object('text', sag_internal._ms_since(t));
     t := clock_timestamp();
     select coalesce(jsonb_agg(jsonb_build_object('event_id', v.event_id,
                                                  'similarity', greatest(0, 1 - v.distance)) order by v.distance, v.event_id), '[]'),
            array_agg(v.event_id order by v.distance, v.event_id)
       into vector_list, v_ids
-      from sag._nearest_events(query_embedding, source_ids, list_limit) v;
-    timings := timings || jsonb_build_object('vector', sag._ms_since(t));
+      from sag_internal._nearest_events(query_embedding, source_ids, list_limit) v;
+    timings := timings || jsonb_build_object('vector', sag_internal._ms_since(t));
 
     -- 3. weighted RRF of the two, each initial event activated by its match against the query's entities
     t := clock_timestamp();
@@ -227,7 +236,7 @@ begin
            array_agg(f.id order by f.n), array_agg(coalesce(m.activation, 0) order by f.n)
       into initial, init_ids, init_act
       from fused f left join matched m on m.event_id = f.id;
-    timings := timings || jsonb_build_object('fusion', sag._ms_since(t));
+    timings := timings || jsonb_build_object('fusion', sag_internal._ms_since(t));
 
     -- 4. propagation
     t := clock_timestamp();
@@ -235,7 +244,7 @@ begin
       from sag.dataflow_propagate(coalesce(init_ids, '{}'), coalesce(init_act, '{}'), source_ids, weights,
                                   depth, breadth, threshold, decay, max_frontier, candidate_limit, hub,
                                   vector_share, ratio_share) p;
-    timings := timings || jsonb_build_object('propagate', sag._ms_since(t));
+    timings := timings || jsonb_build_object('propagate', sag_internal._ms_since(t));
 
     -- 5. the four-factor score of every reached event
     t := clock_timestamp();
@@ -258,14 +267,14 @@ begin
            array_agg(f.event_id order by f.score desc, f.event_id), array_agg(f.score order by f.score desc, f.event_id)
       into scored, ev_ids, ev_scores
       from final f;
-    timings := timings || jsonb_build_object('score', sag._ms_since(t));
+    timings := timings || jsonb_build_object('score', sag_internal._ms_since(t));
 
     -- 6. chunks (fused with BM25's when text_weight > 0)
     t := clock_timestamp();
     select coalesce(jsonb_agg(to_jsonb(c) order by c.reading_order), '[]') into chunks
       from sag.dataflow_chunks(coalesce(ev_ids, '{}'), coalesce(ev_scores, '{}'), top_n, max_gap,
                                text_ids, text_weight, rrf_k) c;
-    timings := timings || jsonb_build_object('chunks', sag._ms_since(t));
+    timings := timings || jsonb_build_object('chunks', sag_internal._ms_since(t));
 
     return jsonb_build_object(
         'entities', entities, 'type_weights', weights, 'focus', coalesce(to_jsonb(focus), '[]'),
@@ -274,7 +283,7 @@ begin
                             from (select (x ->> 'hop')::integer as hop, jsonb_agg(x) as events
                                     from jsonb_array_elements(reached) x group by 1) h), '[]'),
         'events', scored, 'text', coalesce(to_jsonb(text_ids), '[]'), 'chunks', chunks,
-        'timings_ms', timings || jsonb_build_object('sql_total', sag._ms_since(t0)));
+        'timings_ms', timings || jsonb_build_object('sql_total', sag_internal._ms_since(t0)));
 end;
 $$;
 comment on function sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,

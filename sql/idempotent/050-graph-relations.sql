@@ -1,11 +1,11 @@
 -- Knowledge graph (issue #17): relation weights and maintenance.
 
-create or replace function sag._cooccurrence_weight(evidence integer)
+create or replace function sag_internal._cooccurrence_weight(evidence integer)
 returns real
 language sql immutable parallel safe strict
 set search_path = pg_catalog, sag, public, pg_temp
 return (evidence::float8 / (evidence + 1))::real;
-comment on function sag._cooccurrence_weight(integer) is
+comment on function sag_internal._cooccurrence_weight(integer) is
     'Weight of a co-occurrence relation seen in n events: n / (n + 1) (1 -> 0.5, 2 -> 0.667, 3 -> 0.75), in [0, 1).';
 
 -- The related_to relations of co-occurrence that new event-key links (parallel arrays) add: each pair of
@@ -13,7 +13,7 @@ comment on function sag._cooccurrence_weight(integer) is
 -- its pairs once), stored once with the lower key id as head (the relation has no direction;
 -- sag.get_related follows it both ways).  Incremental: an existing relation gains the event as evidence.
 -- Called by the trigger on sag.event_keys (every stored document) and by sag.rebuild_cooccurrence.
-create or replace function sag._cooccur_links(event_ids bigint[], key_ids bigint[])
+create or replace function sag_internal._cooccur_links(event_ids bigint[], key_ids bigint[])
 returns integer
 language sql
 set search_path = pg_catalog, sag, public, pg_temp
@@ -34,11 +34,11 @@ as $$
         -- In key order, so concurrent ingests wait on each other instead of deadlocking.
         insert into sag.relations as r (source_id, head_key_id, relation_type, tail_key_id, weight, origin,
                                         evidence_count)
-        select c.source_id, c.head, 'related_to', c.tail, sag._cooccurrence_weight(c.n), 'cooccurrence', c.n
+        select c.source_id, c.head, 'related_to', c.tail, sag_internal._cooccurrence_weight(c.n), 'cooccurrence', c.n
           from counted c order by c.head, c.tail
         on conflict (source_id, head_key_id, relation_type, tail_key_id) do update
            set evidence_count = r.evidence_count + excluded.evidence_count,
-               weight = sag._cooccurrence_weight(r.evidence_count + excluded.evidence_count)
+               weight = sag_internal._cooccurrence_weight(r.evidence_count + excluded.evidence_count)
          where r.origin = 'cooccurrence'   -- a related_to stated by a call or an LLM stays as stated
         returning r.id, r.head_key_id, r.tail_key_id
     ), linked as (
@@ -49,7 +49,7 @@ as $$
     )
     select count(*)::int from stored
 $$;
-comment on function sag._cooccur_links(bigint[], bigint[]) is
+comment on function sag_internal._cooccur_links(bigint[], bigint[]) is
     'Adds the co-occurrence (related_to) relations that new event-key links create, or their evidence; returns '
     'how many relations were created or strengthened.';
 
@@ -62,7 +62,7 @@ declare
     n integer;
 begin
     delete from sag.relations r where r.origin = 'cooccurrence' and (source_ids is null or r.source_id = any(source_ids));
-    select sag._cooccur_links(array_agg(ek.event_id), array_agg(ek.key_id)) into n
+    select sag_internal._cooccur_links(array_agg(ek.event_id), array_agg(ek.key_id)) into n
       from sag.event_keys ek join sag.events e on e.id = ek.event_id
      where source_ids is null or e.source_id = any(source_ids);
     return n;
@@ -73,7 +73,7 @@ comment on function sag.rebuild_cooccurrence(bigint[]) is
     'ingested before migration 0006. Returns the number of relations. Example: select sag.rebuild_cooccurrence();';
 
 -- Relation types are lower-case identifiers: "Works On" -> works_on.
-create or replace function sag._relation_type(relation_type text)
+create or replace function sag_internal._relation_type(relation_type text)
 returns text
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -91,7 +91,9 @@ declare
     kind text := lower(trim(coalesce(entity_type, '')));
     id bigint;
 begin
-    perform sag._require(norm <> '' and kind <> '', 'sag.add_entity: the entity needs a type and a name');
+    if (norm <> '' and kind <> '') is not true then
+        raise exception using errcode = '22023', message = 'sag.add_entity: the entity needs a type and a name';
+    end if;
     insert into sag.keys as k (source_id, type, name, normalized, value_string, embedding, description, pinned)
     values (p_source_id, kind, trim(name), norm, trim(name), embedding, nullif(description, ''), true)
     on conflict on constraint keys_one_per_meaning do update
@@ -142,7 +144,7 @@ set search_path = pg_catalog, sag, public, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    kind text := sag._relation_type(relation_type);
+    kind text := sag_internal._relation_type(relation_type);
     head_source bigint := (select k.source_id from sag.keys k where k.id = head_key_id);
     tail_source bigint := (select k.source_id from sag.keys k where k.id = tail_key_id);
     rel bigint;
@@ -151,10 +153,18 @@ begin
         raise exception using errcode = 'P0002',
             message = format('sag.add_relation: no entity with id %s', case when head_source is null then head_key_id else tail_key_id end);
     end if;
-    perform sag._require(head_source = tail_source, 'sag.add_relation: both entities must belong to one source');
-    perform sag._require(kind is not null, 'sag.add_relation: the relation type is empty');
-    perform sag._require(head_key_id <> tail_key_id, 'sag.add_relation: a relation joins two different entities');
-    perform sag._require(weight between 0 and 1, format('sag.add_relation: weight must be in [0, 1], got %s', weight));
+    if (head_source = tail_source) is not true then
+        raise exception using errcode = '22023', message = 'sag.add_relation: both entities must belong to one source';
+    end if;
+    if (kind is not null) is not true then
+        raise exception using errcode = '22023', message = 'sag.add_relation: the relation type is empty';
+    end if;
+    if (head_key_id <> tail_key_id) is not true then
+        raise exception using errcode = '22023', message = 'sag.add_relation: a relation joins two different entities';
+    end if;
+    if (weight between 0 and 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.add_relation: weight must be in [0, 1], got %s', weight);
+    end if;
     insert into sag.relations as r (source_id, head_key_id, relation_type, tail_key_id, weight, origin, event_id)
     values (head_source, head_key_id, kind, tail_key_id, weight, origin, event_id)
     on conflict (source_id, head_key_id, relation_type, tail_key_id) do update
@@ -182,7 +192,7 @@ as $$
     with gone as (
         delete from sag.relations r
          where r.head_key_id = remove_relation.head_key_id and r.tail_key_id = remove_relation.tail_key_id
-           and (remove_relation.relation_type is null or r.relation_type = sag._relation_type(remove_relation.relation_type))
+           and (remove_relation.relation_type is null or r.relation_type = sag_internal._relation_type(remove_relation.relation_type))
         returning 1)
     select count(*)::int from gone
 $$;
@@ -252,3 +262,35 @@ $$;
 comment on function sag.relation_candidates(bigint, text[], integer) is
     'Events (with two keys or more) of the given documents that no LLM relation cites yet: what relation '
     'extraction reads.';
+
+-- The trigger functions of schema revision 6 (sql/incremental/006-kg-graph.sql), re-created here because they
+-- call functions that now live in sag_internal (revision 0012 moved them, their triggers bound by oid).
+create or replace function sag_internal._relation_evidence_gone() returns trigger
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+begin
+    with gone as (select o.relation_id, count(*)::int as n from gone_evidence o group by o.relation_id)
+    update sag.relations r
+       set evidence_count = r.evidence_count - g.n,
+           weight = case when r.origin = 'cooccurrence'
+                         then sag_internal._cooccurrence_weight(greatest(r.evidence_count - g.n, 0)) else r.weight end
+      from gone g
+     where r.id = g.relation_id and r.origin in ('cooccurrence', 'llm');
+    delete from sag.relations r
+     where r.id in (select o.relation_id from gone_evidence o)
+       and r.origin in ('cooccurrence', 'llm') and r.evidence_count <= 0;
+    return null;
+end;
+$$;
+
+create or replace function sag_internal._links_added() returns trigger
+language plpgsql
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+begin
+    perform sag_internal._cooccur_links(array(select n.event_id from new_links n order by n.event_id, n.key_id),
+                                        array(select n.key_id from new_links n order by n.event_id, n.key_id));
+    return null;
+end;
+$$;

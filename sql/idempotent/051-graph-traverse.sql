@@ -2,7 +2,7 @@
 
 -- The neighbours of one entity in a direction: out follows head -> tail, in tail -> head, both either way.
 -- Co-occurrence relations have no direction (stored once, lower id first) and are followed both ways always.
-create or replace function sag._neighbours(key_id bigint, direction text, relation_types text[])
+create or replace function sag_internal._neighbours(key_id bigint, direction text, relation_types text[])
 returns table (neighbour bigint, weight real, relation_type text)
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -33,11 +33,14 @@ language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
-    types text[] := (select array_agg(sag._relation_type(t)) from unnest(relation_types) t);
+    types text[] := (select array_agg(sag_internal._relation_type(t)) from unnest(relation_types) t);
 begin
-    perform sag._require(depth between 1 and 6, format('sag.get_related: depth must be between 1 and 6, got %s', depth));
-    perform sag._require(direction in ('out', 'in', 'both'),
-                         format('sag.get_related: direction must be out, in or both, got %L', direction));
+    if (depth between 1 and 6) is not true then
+        raise exception using errcode = '22023', message = format('sag.get_related: depth must be between 1 and 6, got %s', depth);
+    end if;
+    if (direction in ('out', 'in', 'both')) is not true then
+        raise exception using errcode = '22023', message = format('sag.get_related: direction must be out, in or both, got %L', direction);
+    end if;
     if not exists (select 1 from sag.keys k where k.id = get_related.key_id) then
         raise exception using errcode = 'P0002', message = format('sag.get_related: no entity with id %s', key_id);
     end if;
@@ -51,7 +54,7 @@ begin
              select array_agg(x.neighbour order by x.neighbour) as ids, array_agg(x.w order by x.neighbour) as weights
                from (select n.neighbour, max(f.w * n.weight) as w
                        from unnest(b.frontier, b.weights) as f(id, w)
-                      cross join lateral sag._neighbours(f.id, direction, types) n
+                      cross join lateral sag_internal._neighbours(f.id, direction, types) n
                       -- NOT IN a subquery is a hashed lookup; <> all(array) would scan it per row.
                       where n.neighbour not in (select unnest(b.visited))
                       group by n.neighbour) x) nxt
@@ -86,7 +89,7 @@ as $$
             on k.normalized like '%' || replace(replace(replace(kw.w, '\', '\\'), '%', '\%'), '_', '\_') || '%'
          where (source_ids is null or k.source_id = any(source_ids))
            and (k.normalized = kw.w
-                or kw.w ~ ('[' || sag._han_class() || ']')
+                or kw.w ~ ('[' || sag_internal._han_class() || ']')
                 or position(' ' || kw.w || ' ' in ' ' || regexp_replace(lower(k.name), '[^[:alnum:]]+', ' ', 'g') || ' ') > 0)
          group by k.id
     )
@@ -116,7 +119,7 @@ as $$
       from sag.relations r
       join sag.keys h on h.id = r.head_key_id join sag.keys t on t.id = r.tail_key_id
      where r.head_key_id in (select id from nodes) and r.tail_key_id in (select id from nodes)
-       and (relation_types is null or r.relation_type = any(select sag._relation_type(x) from unnest(relation_types) x))
+       and (relation_types is null or r.relation_type = any(select sag_internal._relation_type(x) from unnest(relation_types) x))
      order by r.head_key_id, r.tail_key_id, r.relation_type
 $$;
 comment on function sag.neighbourhood_edges(bigint, integer, text, text[], integer) is

@@ -1,7 +1,7 @@
 -- Knowledge graph (issue #17): tags of entities (lower-case atomic words, reused before new ones are made).
 
 -- A candidate tag as stored: NFKC, lower case, inner spaces and punctuation runs to one hyphen.
-create or replace function sag._tag_name(candidate text)
+create or replace function sag_internal._tag_name(candidate text)
 returns text
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -14,7 +14,7 @@ set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select t.name from sag.tags t
      where t.source_id = p_source_id
-       and t.name like replace(replace(replace(coalesce(sag._tag_name(prefix), ''), '\', '\\'), '%', '\%'), '_', '\_') || '%'
+       and t.name like replace(replace(replace(coalesce(sag_internal._tag_name(prefix), ''), '\', '\\'), '%', '\%'), '_', '\_') || '%'
      order by t.name limit lim
 $$;
 comment on function sag.find_tags(bigint, text, integer) is
@@ -26,13 +26,13 @@ language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select count(*) from sag.key_tags kt join sag.tags t on t.id = kt.tag_id
-     where t.source_id = p_source_id and t.name = sag._tag_name(tag)
+     where t.source_id = p_source_id and t.name = sag_internal._tag_name(tag)
 $$;
 comment on function sag.entity_count_by_tag(bigint, text) is 'How many entities carry the tag.';
 
 -- The existing tag a candidate reuses (seed §1.3): the same tag; else a tag that one of the two extends by at
 -- most two characters ("databases" -> "database", "graph" -> "graphs"), the most used, then the shortest.
-create or replace function sag._reuse_tag(p_source_id bigint, candidate text)
+create or replace function sag_internal._reuse_tag(p_source_id bigint, candidate text)
 returns text
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -65,15 +65,18 @@ begin
     if src is null then
         raise exception using errcode = 'P0002', message = format('sag.set_entity_tags: no entity with id %s', key_id);
     end if;
-    perform sag._require(max_tags >= 1, format('sag.set_entity_tags: max_tags must be >= 1, got %s', max_tags));
-    perform sag._require(relevances is null or cardinality(relevances) = cardinality(tags),
-                         'sag.set_entity_tags: tags and relevances must have the same length');
+    if (max_tags >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.set_entity_tags: max_tags must be >= 1, got %s', max_tags);
+    end if;
+    if (relevances is null or cardinality(relevances) = cardinality(tags)) is not true then
+        raise exception using errcode = '22023', message = 'sag.set_entity_tags: tags and relevances must have the same length';
+    end if;
     select coalesce(array_agg(b.name order by b.relevance desc, b.n), '{}'),
            coalesce(array_agg(b.relevance order by b.relevance desc, b.n), '{}')
       into names, rels
       from (select c.name, max(c.relevance) as relevance, min(c.n) as n
-              from (select coalesce(sag._reuse_tag(src, f.name), f.name) as name, f.relevance, f.n
-                      from (select sag._tag_name(u.tag) as name, coalesce(relevances[u.n], 1.0 / u.n)::real as relevance,
+              from (select coalesce(sag_internal._reuse_tag(src, f.name), f.name) as name, f.relevance, f.n
+                      from (select sag_internal._tag_name(u.tag) as name, coalesce(relevances[u.n], 1.0 / u.n)::real as relevance,
                                    u.n::int as n
                               from unnest(tags) with ordinality as u(tag, n)) f
                      where f.name is not null) c

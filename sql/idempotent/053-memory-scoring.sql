@@ -43,7 +43,7 @@ comment on function sag.text_overlap(text, text) is
 -- Title weighs more than summary, summary more than body: (3 title + 2 summary + 1 body) / 6, each a Dice
 -- against the query's bigrams; the body is the best of the item's chunks.  Takes the query's bigrams, so a
 -- recall computes them once for all its candidates.
-create or replace function sag._overlap(query_bigrams text[], title text, summary text, chunks text[])
+create or replace function sag_internal._overlap(query_bigrams text[], title text, summary text, chunks text[])
 returns float8
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -56,7 +56,7 @@ create or replace function sag.memory_overlap(query text, title text, summary te
 returns float8
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
-return sag._overlap(sag.text_bigrams(query), title, summary, array[body]);
+return sag_internal._overlap(sag.text_bigrams(query), title, summary, array[body]);
 comment on function sag.memory_overlap(text, text, text, text) is
     'TextOverlap of a memory item: (3 Dice(title) + 2 Dice(summary) + Dice(body)) / 6 against the query.';
 
@@ -91,7 +91,9 @@ begin
         when 'temporal' then return temporal;
         when 'reference_count' then return reference;
         when 'hybrid' then
-            perform sag._require(cardinality(weights) = 4, 'sag.memory_score: hybrid needs 4 weights (overlap, graph, temporal, reference)');
+            if (cardinality(weights) = 4) is not true then
+                raise exception using errcode = '22023', message = 'sag.memory_score: hybrid needs 4 weights (overlap, graph, temporal, reference)';
+            end if;
             return weights[1] * overlap + weights[2] * graph + weights[3] * temporal + weights[4] * reference;
         else
             raise exception using errcode = '22023',

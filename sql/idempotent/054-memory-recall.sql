@@ -5,7 +5,7 @@ returns text[]
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-    select sag._embed_hash_stopwords() || array[
+    select sag_internal._embed_hash_stopwords() || array[
         'many', 'much', 'please', 'tell', 'know', 'find', 'show', 'give', 'get', 'us', 'let', 'ever', 'yet',
         'among', 'upon', 'within', 'without', 'via', 'per', 'whether', 'whatever', 'whichever', 'anyone',
         '我', '你', '他', '她', '它', '我们', '你们', '他们', '什么', '哪', '哪里', '哪个', '哪些', '谁', '如何',
@@ -71,10 +71,13 @@ declare
     tsq tsquery;
     found_rows jsonb;
 begin
-    perform sag._require(channels in ('hybrid', 'knowledge', 'graph'),
-                         format('sag.recall: channels must be hybrid, knowledge or graph, got %L', channels));
+    if (channels in ('hybrid', 'knowledge', 'graph')) is not true then
+        raise exception using errcode = '22023', message = format('sag.recall: channels must be hybrid, knowledge or graph, got %L', channels);
+    end if;
     perform sag.memory_score(strategy, 0, 0, 0, 0, weights);  -- validates strategy and weights up front
-    perform sag._require(top_n >= 1, format('sag.recall: top_n must be >= 1, got %s', top_n));
+    if (top_n >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.recall: top_n must be >= 1, got %s', top_n);
+    end if;
     if cardinality(kw) = 0 then
         return;
     end if;
@@ -95,7 +98,7 @@ begin
           from by_content bc full join by_graph bg on bg.document_id = bc.document_id
     ), scored as materialized (   -- each candidate's components once (not again in the filter and the sort)
         select d.id, d.uri, d.title, c.via_c, c.via_g,
-               sag._overlap(qb, d.title, d.summary,
+               sag_internal._overlap(qb, d.title, d.summary,
                             array(select ch.content from sag.chunks ch where ch.document_id = d.id)) as o,
                coalesce((select max(en.score) from sag.events ev join sag.event_keys ek on ek.event_id = ev.id
                            join ents en on en.key_id = ek.key_id where ev.document_id = d.id), 0) as g,

@@ -74,15 +74,24 @@ language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
 begin
-    perform sag._require(policy in ('none', 'ttl', 'capacity', 'recall_based', 'hybrid'),
-                         format('unknown eviction policy %L: use none, ttl, capacity, recall_based or hybrid', policy));
-    perform sag._require(policy not in ('ttl') or ttl is not null, 'the ttl policy needs a ttl');
-    perform sag._require(policy not in ('capacity', 'recall_based') or max_items is not null,
-                         format('the %s policy needs max_items', policy));
-    perform sag._require(policy <> 'hybrid' or ttl is not null or max_items is not null,
-                         'the hybrid policy needs a ttl, max_items or both');
-    perform sag._require(max_items is null or max_items >= 0, format('max_items must be >= 0, got %s', max_items));
-    perform sag._require(cardinality(weights) = 3, 'recall weights are three: recall, score, recency');
+    if (policy in ('none', 'ttl', 'capacity', 'recall_based', 'hybrid')) is not true then
+        raise exception using errcode = '22023', message = format('unknown eviction policy %L: use none, ttl, capacity, recall_based or hybrid', policy);
+    end if;
+    if (policy not in ('ttl') or ttl is not null) is not true then
+        raise exception using errcode = '22023', message = 'the ttl policy needs a ttl';
+    end if;
+    if (policy not in ('capacity', 'recall_based') or max_items is not null) is not true then
+        raise exception using errcode = '22023', message = format('the %s policy needs max_items', policy);
+    end if;
+    if (policy <> 'hybrid' or ttl is not null or max_items is not null) is not true then
+        raise exception using errcode = '22023', message = 'the hybrid policy needs a ttl, max_items or both';
+    end if;
+    if (max_items is null or max_items >= 0) is not true then
+        raise exception using errcode = '22023', message = format('max_items must be >= 0, got %s', max_items);
+    end if;
+    if (cardinality(weights) = 3) is not true then
+        raise exception using errcode = '22023', message = 'recall weights are three: recall, score, recency';
+    end if;
     if policy = 'none' then
         return;
     end if;

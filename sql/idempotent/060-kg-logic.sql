@@ -76,7 +76,7 @@ comment on function sag.kg_flatten_name(text, text) is
 -- BM25 of short texts against a query, the corpus being the texts themselves: the formula of sag.bm25_chunks
 -- (Lucene: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), qtf * idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)))
 -- with its tokenizer (sag.query_terms: lower case, letter/digit runs, so "people.person.spouse_s" is
--- people person spouse s) and its query lexemes (sag._bm25_query_terms).  The seed used rank_bm25's Okapi idf,
+-- people person spouse s) and its query lexemes (sag_internal._bm25_query_terms).  The seed used rank_bm25's Okapi idf,
 -- which goes negative for a term in more than half of the texts: a relation sharing the question's most common
 -- word then ranked below one sharing nothing.  Ties keep the input order.
 create or replace function sag.kg_rank_texts(texts text[], query text, k1 float8 default 1.2, b float8 default 0.75)
@@ -94,9 +94,9 @@ as $$
     stats as (select count(*)::float8 as n, greatest(avg(d.dl), 1e-9) as avgdl from docs d),
     terms as (
         select q.term, q.qtf, ln(1 + (st.n - c.df + 0.5) / (c.df + 0.5)) as idf
-          from sag._bm25_query_terms(sag.query_terms(query)) q
+          from sag_internal._bm25_query_terms(sag.query_terms(query)) q
          cross join stats st
-         cross join lateral (select count(*)::float8 as df from docs d where d.tsv @@ sag._lexeme_query(q.term)) c
+         cross join lateral (select count(*)::float8 as df from docs d where d.tsv @@ sag_internal._lexeme_query(q.term)) c
     )
     select d.ord, d.txt,
            coalesce((select sum(t.qtf * t.idf * cardinality(u.positions)
@@ -112,7 +112,7 @@ comment on function sag.kg_rank_texts(text[], text, float8, float8) is
     '''who are the children of Ada?'');';
 
 -- The relations on the whitelist, or all of them when none is (or there is no whitelist): the seed's fallback.
-create or replace function sag._kg_whitelisted(relations text[], whitelist text[])
+create or replace function sag_internal._kg_whitelisted(relations text[], whitelist text[])
 returns text[]
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -123,7 +123,7 @@ $$;
 
 -- One triple as the tools return it: {head, head_id, relation, tail, tail_id}, the node shown by its name or
 -- else its id; direction out: entity -relation-> node, in: node -relation-> entity.
-create or replace function sag._kg_triple(entity_id text, entity_name text, relation text, direction text,
+create or replace function sag_internal._kg_triple(entity_id text, entity_name text, relation text, direction text,
                                           node_id text, node_name text)
 returns jsonb
 language sql immutable parallel safe
@@ -147,10 +147,12 @@ language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
-    candidates text[] := sag._kg_whitelisted(
+    candidates text[] := sag_internal._kg_whitelisted(
         array(select distinct r from unnest(relations) r where r is not null and r <> ''), whitelist);
 begin
-    perform sag._require(top_k >= 1, format('sag.kg_choose_relations: top_k must be >= 1, got %s', top_k));
+    if (top_k >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.kg_choose_relations: top_k must be >= 1, got %s', top_k);
+    end if;
     candidates := array(
         select r from (select unnest(candidates) union select unnest(coalesce(extra_relations, '{}'))) c(r)
          where not sag.kg_meaningless_relation(r) and r <> '' order by r);
@@ -167,7 +169,7 @@ comment on function sag.kg_choose_relations(text[], text, integer, text[], text[
     'question (sag.kg_rank_texts; by name without a question), top_k.';
 
 -- A reproducible "random" order: by the md5 of the seed and the item.
-create or replace function sag._kg_sample_order(seed integer, item text)
+create or replace function sag_internal._kg_sample_order(seed integer, item text)
 returns text
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -207,8 +209,9 @@ declare
     cand jsonb;
     mapped jsonb;
 begin
-    perform sag._require(limit_per_relation >= 1,
-                         format('sag.kg_triples: limit_per_relation must be >= 1, got %s', limit_per_relation));
+    if (limit_per_relation >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.kg_triples: limit_per_relation must be >= 1, got %s', limit_per_relation);
+    end if;
     hop1 := coalesce(hop1, '[]');
     hop2 := coalesce(hop2, '[]');
     flatten_map := coalesce(flatten_map, '{}');
@@ -216,7 +219,7 @@ begin
         mapped := flatten_map -> rel;
         if mapped is not null then
             -- A flattened relation of an earlier call: the two-hop path through its CVT node.
-            triples := triples || sag._kg_flat_triples(entity_id, entity_name, rel, mapped, hop2,
+            triples := triples || sag_internal._kg_flat_triples(entity_id, entity_name, rel, mapped, hop2,
                                                         limit_per_relation, seed);
             continue;
         end if;
@@ -228,11 +231,11 @@ begin
         select coalesce(jsonb_agg(t.triple order by t.out desc, t.id), '[]') into part
           from (select x.triple, x.out, x.id
                   from (select h ->> 'direction' = 'out' as out, h ->> 'id' as id,
-                               sag._kg_triple(entity_id, entity_name, rel, h ->> 'direction', h ->> 'id',
+                               sag_internal._kg_triple(entity_id, entity_name, rel, h ->> 'direction', h ->> 'id',
                                               h ->> 'name') as triple
                           from jsonb_array_elements(hop1) h
                          where h ->> 'relation' = rel and not sag.kg_is_cvt(h ->> 'id', h ->> 'name')) x
-                 order by sag._kg_sample_order(seed, rel || ':' || (x.out)::text || ':' || x.id)
+                 order by sag_internal._kg_sample_order(seed, rel || ':' || (x.out)::text || ':' || x.id)
                  limit cap) t;
         triples := triples || part;
         -- Flatten candidates: every (CVT node, relation of the node) pair, named rel1.rel2 with a counter.
@@ -243,7 +246,7 @@ begin
             cvt_rels := array(select distinct e ->> 'relation' from jsonb_array_elements(hop2) e
                                where e ->> 'cvt' = cvt.id and e ->> 'direction' = cvt.direction
                                  and not sag.kg_meaningless_relation(e ->> 'relation') order by 1);
-            cvt_rels := sag._kg_whitelisted(cvt_rels, whitelist);
+            cvt_rels := sag_internal._kg_whitelisted(cvt_rels, whitelist);
             foreach cvt_rel in array cvt_rels loop
                 base := case when cvt.direction = 'out' then sag.kg_flatten_name(rel, cvt_rel)
                              else sag.kg_flatten_name(cvt_rel, rel) end;
@@ -269,7 +272,7 @@ begin
         end if;
         for cand in select c from jsonb_array_elements(ranked) with ordinality e(c, o) order by o
                      limit flatten_candidates loop
-            part := sag._kg_flat_triples(entity_id, entity_name, cand ->> 'flatten_relation', cand, hop2,
+            part := sag_internal._kg_flat_triples(entity_id, entity_name, cand ->> 'flatten_relation', cand, hop2,
                                          limit_per_relation, seed);
             if jsonb_array_length(part) > 0 then
                 meaningful := meaningful || (cand || jsonb_build_object('triples', part));
@@ -313,7 +316,7 @@ comment on function sag.kg_assemble_triples(text, text, text[], jsonb, jsonb, js
 
 -- The triples of one flattened relation: the CVT node's edges through cvt_relation, named flatten_relation,
 -- head = tail dropped, sampled to `lim`.
-create or replace function sag._kg_flat_triples(
+create or replace function sag_internal._kg_flat_triples(
     entity_id text, entity_name text, flatten_relation text, mapping jsonb, hop2 jsonb, lim integer, seed integer)
 returns jsonb
 language sql stable
@@ -322,12 +325,12 @@ as $$
     select coalesce(jsonb_agg(t.triple order by t.id), '[]')
       from (select x.triple, x.id
               from (select e ->> 'id' as id,
-                           sag._kg_triple(entity_id, entity_name, flatten_relation, mapping ->> 'direction',
+                           sag_internal._kg_triple(entity_id, entity_name, flatten_relation, mapping ->> 'direction',
                                           e ->> 'id', e ->> 'name') as triple
                       from jsonb_array_elements(hop2) e
                      where e ->> 'cvt' = mapping ->> 'cvt_node_id' and e ->> 'direction' = mapping ->> 'direction'
                        and e ->> 'relation' = mapping ->> 'cvt_relation'
                        and e ->> 'id' is distinct from entity_id) x
-             order by sag._kg_sample_order(seed, flatten_relation || ':' || x.id)
+             order by sag_internal._kg_sample_order(seed, flatten_relation || ':' || x.id)
              limit lim) t
 $$;

@@ -2,7 +2,7 @@
 -- batch at a time; sag.kg_load_batch turns a batch into keys, names and relations.  Re-applied on every upgrade.
 
 -- The key type of an imported node or literal (sag.kg_import_rows.kind).
-create or replace function sag._kg_key_type(kind "char")
+create or replace function sag_internal._kg_key_type(kind "char")
 returns text
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -13,7 +13,7 @@ $$;
 
 -- A key's normalized form for an imported value: the value itself (ids are case-sensitive and already
 -- canonical), cut to 400 characters plus its md5 when longer than 1,000 bytes (a B-tree entry holds ~2,700).
-create or replace function sag._kg_normalized(value text)
+create or replace function sag_internal._kg_normalized(value text)
 returns text
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -30,8 +30,9 @@ declare
     new_names bigint;
     new_relations bigint;
 begin
-    perform sag._require(relation_weight between 0 and 1,
-                         format('sag.kg_load_batch: relation_weight must be in [0, 1], got %s', relation_weight));
+    if (relation_weight between 0 and 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.kg_load_batch: relation_weight must be in [0, 1], got %s', relation_weight);
+    end if;
     select count(*) into triples from sag.kg_import_rows r where r.batch = batch_id;
     -- Fresh statistics for the joins below: a batch is COPYed just before (the planner would take 50,000 rows
     -- for a few dozen and pick nested loops), and while a graph is young every batch multiplies its keys and
@@ -51,7 +52,7 @@ begin
     ),
     added as (
         insert into sag.keys (source_id, type, name, normalized, value_string, value_number, value_bool, pinned)
-        select target_source, sag._kg_key_type(n.kind), n.value, sag._kg_normalized(n.value),
+        select target_source, sag_internal._kg_key_type(n.kind), n.value, sag_internal._kg_normalized(n.value),
                case when n.kind in ('e', 's', 'd') then n.value end,
                case when n.kind = 'f' then n.value::float8 end,
                case when n.kind = 'b' then n.value::boolean end,
@@ -68,7 +69,7 @@ begin
         select k.id, target_source, r.lang, r.object
           from sag.kg_import_rows r
           join sag.keys k on k.source_id = target_source and k.type = 'entity'
-                         and k.normalized = sag._kg_normalized(r.subject)
+                         and k.normalized = sag_internal._kg_normalized(r.subject)
          where r.batch = batch_id and r.kind = 'n'
         on conflict (key_id, lang, md5(name)) do nothing
         returning 1
@@ -80,9 +81,9 @@ begin
         select target_source, h.id, r.predicate, t.id, relation_weight, 'import'
           from sag.kg_import_rows r
           join sag.keys h on h.source_id = target_source and h.type = 'entity'
-                         and h.normalized = sag._kg_normalized(r.subject)
-          join sag.keys t on t.source_id = target_source and t.type = sag._kg_key_type(r.kind)
-                         and t.normalized = sag._kg_normalized(r.object)
+                         and h.normalized = sag_internal._kg_normalized(r.subject)
+          join sag.keys t on t.source_id = target_source and t.type = sag_internal._kg_key_type(r.kind)
+                         and t.normalized = sag_internal._kg_normalized(r.object)
          where r.batch = batch_id and r.kind <> 'n'
         on conflict (source_id, head_key_id, relation_type, tail_key_id) do nothing
         returning 1

@@ -30,7 +30,7 @@ begin
     end if;
     if found is null then
         select k.id into found from sag.keys k
-         where k.normalized = (select string_agg(sag._fold_word(w), '') from regexp_split_to_table(entity, '\s+') w)
+         where k.normalized = (select string_agg(sag_internal._fold_word(w), '') from regexp_split_to_table(entity, '\s+') w)
            and (sids is null or k.source_id = any (sids))
          order by k.event_count desc, k.id limit 1;
     end if;
@@ -61,7 +61,7 @@ comment on function sag.kg_node_name(bigint) is
     ''''' for unnamed nodes and literals.';
 
 -- Raises P0002 naming the entity when no key stands for it; returns (key, source).
-create or replace function sag._kg_require_entity(entity text, source text, out node bigint, out node_source bigint)
+create or replace function sag_internal._kg_require_entity(entity text, source text, out node bigint, out node_source bigint)
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
@@ -74,7 +74,7 @@ end;
 $$;
 
 -- The relation whitelist of a source (sources.config -> 'kg_relation_whitelist'), NULL without one.
-create or replace function sag._kg_whitelist(source_id bigint)
+create or replace function sag_internal._kg_whitelist(source_id bigint)
 returns text[]
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -95,9 +95,10 @@ declare
     e record;
     found text[];
 begin
-    perform sag._require(max_relations >= 1,
-                         format('sag.kg_relations: max_relations must be >= 1, got %s', max_relations));
-    e := sag._kg_require_entity(entity, source);
+    if (max_relations >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.kg_relations: max_relations must be >= 1, got %s', max_relations);
+    end if;
+    e := sag_internal._kg_require_entity(entity, source);
     found := array(
         (select distinct r.relation_type from sag.relations r
           where r.source_id = e.node_source and r.head_key_id = e.node and strpos(r.relation_type, '://') = 0
@@ -108,7 +109,7 @@ begin
           order by 1 limit max_relations));
     return query select c.relation, c.score
                    from sag.kg_choose_relations(found, question, top_k, extra_relations,
-                                                coalesce(whitelist, sag._kg_whitelist(e.node_source))) c;
+                                                coalesce(whitelist, sag_internal._kg_whitelist(e.node_source))) c;
 end;
 $$;
 comment on function sag.kg_relations(text, text, text, integer, text[], text[], integer) is
@@ -133,9 +134,10 @@ declare
     hop1 jsonb;
     hop2 jsonb;
 begin
-    perform sag._require(limit_per_relation >= 1,
-                         format('sag.kg_triples: limit_per_relation must be >= 1, got %s', limit_per_relation));
-    e := sag._kg_require_entity(entity, source);
+    if (limit_per_relation >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.kg_triples: limit_per_relation must be >= 1, got %s', limit_per_relation);
+    end if;
+    e := sag_internal._kg_require_entity(entity, source);
     select k.name into entity_id from sag.keys k where k.id = e.node;
     entity_name := coalesce(nullif(sag.kg_node_name(e.node), ''), entity);
     flatten_map := coalesce(flatten_map, '{}');
@@ -197,7 +199,7 @@ begin
       into hop2
       from edges g join sag.keys k on k.id = g.node;
     return sag.kg_assemble_triples(entity_id, entity_name, relations, hop1, hop2, flatten_map, question,
-                                   limit_per_relation, seed, coalesce(whitelist, sag._kg_whitelist(e.node_source)),
+                                   limit_per_relation, seed, coalesce(whitelist, sag_internal._kg_whitelist(e.node_source)),
                                    flatten_choice);
 end;
 $$;

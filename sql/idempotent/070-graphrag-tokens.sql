@@ -17,7 +17,7 @@ comment on function sag.estimate_tokens(text) is
     'non-space characters of a word (rounded up).  Example: select sag.estimate_tokens(''Ada met 巴贝奇'') -- 5';
 
 -- One table cell: newlines and the column delimiter would break the table, so both become spaces.
-create or replace function sag._cell(value text)
+create or replace function sag_internal._cell(value text)
 returns text
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -38,7 +38,7 @@ comment on function sag.pack_rows(text[], integer) is
     'How many of rows (in order) fit in budget tokens: the longest prefix whose sum of '
     'sag.estimate_tokens(row) + 1 (the line break) is <= budget.  Example: select sag.pack_rows(array[''a b'', ''c''], 3) -- 1';
 
-create or replace function sag._table_text(name text, header text, rows text[])
+create or replace function sag_internal._table_text(name text, header text, rows text[])
 returns text
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -48,7 +48,7 @@ as $$
 $$;
 
 -- What a table costs before its first row: its -----name----- line and its header, with their line breaks.
-create or replace function sag._table_overhead(name text, header text)
+create or replace function sag_internal._table_overhead(name text, header text)
 returns integer
 language sql immutable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp

@@ -30,7 +30,7 @@ comment on function sag.hierarchy_run(text) is
     'The latest community hierarchy (sag-pg communities build) of a source (NULL: the one built over every '
     'source), or NULL when none was built.  Example: select sag.hierarchy_run(''demo'');';
 
-create or replace function sag._hierarchy_run_or_raise(source text, run_id bigint)
+create or replace function sag_internal._hierarchy_run_or_raise(source text, run_id bigint)
 returns bigint
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -118,7 +118,7 @@ as $$
            r.full_content
       from sag.clusters c
       join sag.community_reports r on r.cluster_id = c.id
-     where c.run_id = sag._hierarchy_run_or_raise(source, community_reports.run_id)
+     where c.run_id = sag_internal._hierarchy_run_or_raise(source, community_reports.run_id)
        and (community_reports.level is null or c.level = community_reports.level)
      order by c.level, c.ordinal
 $$;
@@ -182,7 +182,7 @@ as $$
     select c.id, c.level, r.title, r.full_content, r.rating, 1 - (r.embedding <=> query_embedding::halfvec)
       from sag.clusters c
       join sag.community_reports r on r.cluster_id = c.id
-     where c.run_id = sag._hierarchy_run_or_raise(source, nearest_reports.run_id)
+     where c.run_id = sag_internal._hierarchy_run_or_raise(source, nearest_reports.run_id)
        and (nearest_reports.level is null or c.level = nearest_reports.level)
        and r.embedding is not null
      order by r.embedding <=> query_embedding::halfvec, c.id

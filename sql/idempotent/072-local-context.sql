@@ -52,15 +52,23 @@ declare
     h_src constant text := 'id|text';
     tables text[];
 begin
-    perform sag._require(top_k_entities >= 1, format('sag.local_context: top_k_entities must be >= 1, got %s', top_k_entities));
-    perform sag._require(oversample >= 1, format('sag.local_context: oversample must be >= 1, got %s', oversample));
-    perform sag._require(top_k_relationships >= 0,
-                         format('sag.local_context: top_k_relationships must be >= 0, got %s', top_k_relationships));
-    perform sag._require(max_tokens >= 1, format('sag.local_context: max_tokens must be >= 1, got %s', max_tokens));
-    perform sag._require(text_unit_prop >= 0 and community_prop >= 0 and text_unit_prop + community_prop <= 1,
-                         format('sag.local_context: text_unit_prop (%s) and community_prop (%s) must be >= 0 and '
-                                'add up to at most 1', text_unit_prop, community_prop));
-    query_embedding := sag._psql_query_embedding(query, query_embedding, 'sag.local_context',
+    if (top_k_entities >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.local_context: top_k_entities must be >= 1, got %s', top_k_entities);
+    end if;
+    if (oversample >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.local_context: oversample must be >= 1, got %s', oversample);
+    end if;
+    if (top_k_relationships >= 0) is not true then
+        raise exception using errcode = '22023', message = format('sag.local_context: top_k_relationships must be >= 0, got %s', top_k_relationships);
+    end if;
+    if (max_tokens >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.local_context: max_tokens must be >= 1, got %s', max_tokens);
+    end if;
+    if (text_unit_prop >= 0 and community_prop >= 0 and text_unit_prop + community_prop <= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.local_context: text_unit_prop (%s) and community_prop (%s) must be >= 0 and '
+                                                      'add up to at most 1', text_unit_prop, community_prop);
+    end if;
+    query_embedding := sag_internal._psql_query_embedding(query, query_embedding, 'sag.local_context',
         'Pass query_embedding => a vector from your embedder, or use sag-pg search --strategy local.');
     if source is not null then
         sids := sag.source_ids(array[source]);
@@ -74,7 +82,7 @@ begin
     -- Entities.
     selected := array(
         select n.key_id
-          from sag._nearest_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer) n
+          from sag_internal._nearest_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer) n
           join sag.keys k on k.id = n.key_id
          where k.event_count > 0
          order by n.distance, n.key_id
@@ -82,7 +90,7 @@ begin
 
     with rows as (
         select e.key_id, e.rank::integer as rank, k.name, k.type,
-               (select string_agg(sag._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))), '; ' order by ev.id)
+               (select string_agg(sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))), '; ' order by ev.id)
                   from (select ev.id, ev.title, ev.content from sag.event_keys ek join sag.events ev on ev.id = ek.event_id
                          where ek.key_id = e.key_id order by ev.id limit 2) ev) as description,
                (select count(distinct o.key_id)
@@ -92,7 +100,7 @@ begin
           from unnest(selected) with ordinality as e(key_id, rank) join sag.keys k on k.id = e.key_id
     ),
     lines as (
-        select r.*, concat_ws('|', r.key_id, sag._cell(r.name), sag._cell(r.type || ': ' || coalesce(r.description, '')),
+        select r.*, concat_ws('|', r.key_id, sag_internal._cell(r.name), sag_internal._cell(r.type || ': ' || coalesce(r.description, '')),
                               r.degree) as line
           from rows r
     )
@@ -102,11 +110,11 @@ begin
                                         'rank', l.rank) order by l.rank)
       into ent_rows, ent_json
       from lines l;
-    n := sag.pack_rows(ent_rows, budget_local - sag._table_overhead('Entities', h_ent));
+    n := sag.pack_rows(ent_rows, budget_local - sag_internal._table_overhead('Entities', h_ent));
     ent_rows := ent_rows[1:n];
     ent_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(ent_json) with ordinality t(j, o)
                            where o <= n), '[]'::jsonb);
-    used_entities := coalesce(sag.estimate_tokens(sag._table_text('Entities', h_ent, ent_rows)), 0);
+    used_entities := coalesce(sag.estimate_tokens(sag_internal._table_text('Entities', h_ent, ent_rows)), 0);
 
     -- Relationships: key co-occurrence around the selected entities.
     with pairs as (
@@ -130,14 +138,14 @@ begin
     ),
     kept as (
         select r.*, ks.name as src_name, kt.name as tgt_name,
-               (select sag._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))) from sag.events ev
+               (select sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))) from sag.events ev
                  where ev.id = r.event_id) as description
           from ranked r
           join sag.keys ks on ks.id = r.src
           join sag.keys kt on kt.id = r.tgt
          where r.n <= top_k_relationships * cardinality(selected)
     )
-    select array_agg(concat_ws('|', k.n, sag._cell(k.src_name), sag._cell(k.tgt_name), k.description, k.weight, k.links)
+    select array_agg(concat_ws('|', k.n, sag_internal._cell(k.src_name), sag_internal._cell(k.tgt_name), k.description, k.weight, k.links)
                      order by k.n),
            jsonb_agg(jsonb_build_object('id', k.n, 'source', k.src_name, 'target', k.tgt_name,
                                         'source_id', k.src, 'target_id', k.tgt, 'description', k.description,
@@ -145,7 +153,7 @@ begin
                      order by k.n)
       into rel_rows, rel_json
       from kept k;
-    n := sag.pack_rows(rel_rows, budget_local - used_entities - sag._table_overhead('Relationships', h_rel));
+    n := sag.pack_rows(rel_rows, budget_local - used_entities - sag_internal._table_overhead('Relationships', h_rel));
     rel_rows := rel_rows[1:n];
     rel_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(rel_json) with ordinality t(j, o)
                            where o <= n), '[]'::jsonb);
@@ -164,12 +172,12 @@ begin
                row_number() over (order by m.matches desc, r.rating desc, m.cluster_id) as n
           from matched m join sag.community_reports r on r.cluster_id = m.cluster_id
     )
-    select array_agg(concat_ws('|', r.cluster_id, sag._cell(r.title), sag._cell(r.content)) order by r.n),
+    select array_agg(concat_ws('|', r.cluster_id, sag_internal._cell(r.title), sag_internal._cell(r.content)) order by r.n),
            jsonb_agg(jsonb_build_object('id', r.cluster_id, 'title', r.title, 'content', r.content,
                                         'matches', r.matches, 'rating', r.rating) order by r.n)
       into rep_rows, rep_json
       from ranked r;
-    n := sag.pack_rows(rep_rows, budget_reports - sag._table_overhead('Reports', h_rep));
+    n := sag.pack_rows(rep_rows, budget_reports - sag_internal._table_overhead('Reports', h_rep));
     rep_rows := rep_rows[1:n];
     rep_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(rep_json) with ordinality t(j, o)
                            where o <= n), '[]'::jsonb);
@@ -185,28 +193,28 @@ begin
           from held h join sag.chunks c on c.id = h.chunk_id
          where sids is null or c.source_id = any (sids)
     )
-    select array_agg(concat_ws('|', r.chunk_id, sag._cell(r.content)) order by r.n),
+    select array_agg(concat_ws('|', r.chunk_id, sag_internal._cell(r.content)) order by r.n),
            jsonb_agg(jsonb_build_object('id', r.chunk_id, 'text', r.content, 'entities', r.entities) order by r.n)
       into src_rows, src_json
       from ranked r;
-    n := sag.pack_rows(src_rows, budget_sources - sag._table_overhead('Sources', h_src));
+    n := sag.pack_rows(src_rows, budget_sources - sag_internal._table_overhead('Sources', h_src));
     src_rows := src_rows[1:n];
     src_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(src_json) with ordinality t(j, o)
                            where o <= n), '[]'::jsonb);
 
-    tables := array_remove(array[sag._table_text('Reports', h_rep, rep_rows),
-                                 sag._table_text('Entities', h_ent, ent_rows),
-                                 sag._table_text('Relationships', h_rel, rel_rows),
-                                 sag._table_text('Sources', h_src, src_rows)], '');
+    tables := array_remove(array[sag_internal._table_text('Reports', h_rep, rep_rows),
+                                 sag_internal._table_text('Entities', h_ent, ent_rows),
+                                 sag_internal._table_text('Relationships', h_rel, rel_rows),
+                                 sag_internal._table_text('Sources', h_src, src_rows)], '');
     return jsonb_build_object(
         'query', query, 'run_id', run, 'level', lvl,
         'reports', rep_json, 'entities', ent_json, 'relationships', rel_json, 'sources', src_json,
         'context_text', array_to_string(tables, E'\n\n'),
         'tokens', jsonb_build_object(
-            'reports', coalesce(sag.estimate_tokens(sag._table_text('Reports', h_rep, rep_rows)), 0),
+            'reports', coalesce(sag.estimate_tokens(sag_internal._table_text('Reports', h_rep, rep_rows)), 0),
             'entities', used_entities,
-            'relationships', coalesce(sag.estimate_tokens(sag._table_text('Relationships', h_rel, rel_rows)), 0),
-            'sources', coalesce(sag.estimate_tokens(sag._table_text('Sources', h_src, src_rows)), 0),
+            'relationships', coalesce(sag.estimate_tokens(sag_internal._table_text('Relationships', h_rel, rel_rows)), 0),
+            'sources', coalesce(sag.estimate_tokens(sag_internal._table_text('Sources', h_src, src_rows)), 0),
             'total', sag.estimate_tokens(array_to_string(tables, E'\n\n'))),
         'budgets', jsonb_build_object('reports', budget_reports, 'local', budget_local, 'sources', budget_sources,
                                       'max_tokens', max_tokens));

@@ -13,7 +13,7 @@ language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
-    run bigint := sag._hierarchy_run_or_raise(source, run_id);
+    run bigint := sag_internal._hierarchy_run_or_raise(source, run_id);
     header constant text := E'-----Reports-----\nid|title|occurrence weight|content|rank';
     room integer;
     rec record;
@@ -24,10 +24,14 @@ declare
     used integer;
     b integer := 0;
 begin
-    perform sag._require(max_tokens >= 1, format('sag.report_batches: max_tokens must be >= 1, got %s', max_tokens));
+    if (max_tokens >= 1) is not true then
+        raise exception using errcode = '22023', message = format('sag.report_batches: max_tokens must be >= 1, got %s', max_tokens);
+    end if;
     room := max_tokens - sag.estimate_tokens(header);
-    perform sag._require(room >= 2, format('sag.report_batches: max_tokens %s leaves no room under the table header',
-                                           max_tokens));
+    if (room >= 2) is not true then
+        raise exception using errcode = '22023', message = format('sag.report_batches: max_tokens %s leaves no room under the table header',
+                                                      max_tokens);
+    end if;
     used := 0;
     for rec in
         -- occurrence weight: the community's chunks (text units), over the most any community of the level has.
@@ -43,13 +47,13 @@ begin
           from reports r
          order by r.rating desc, r.units desc, r.id
     loop
-        line := concat_ws('|', rec.id, sag._cell(rec.title), rec.weight, sag._cell(rec.full_content), rec.rating);
+        line := concat_ws('|', rec.id, sag_internal._cell(rec.title), rec.weight, sag_internal._cell(rec.full_content), rec.rating);
         cost := sag.estimate_tokens(line) + 1;
         while cost > room loop
             -- A report longer than a whole batch is cut to fit (its content shortened, never the budget broken).
             rec.full_content := left(rec.full_content,
                                      greatest(0, floor(length(rec.full_content) * room::float8 / cost)::integer - 4));
-            line := concat_ws('|', rec.id, sag._cell(rec.title), rec.weight, sag._cell(rec.full_content), rec.rating);
+            line := concat_ws('|', rec.id, sag_internal._cell(rec.title), rec.weight, sag_internal._cell(rec.full_content), rec.rating);
             cost := sag.estimate_tokens(line) + 1;
             exit when rec.full_content = '';
         end loop;

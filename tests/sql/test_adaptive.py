@@ -19,7 +19,7 @@ def a(x: float) -> object:
 
 def test_key_weight_is_specificity_times_type(db_conn: psycopg.Connection) -> None:
     def weight(key_type: str, events: int, corpus: int | None, types: str | None = None) -> float:
-        row = db_conn.execute("select sag._key_weight(%s, %s, %s, %s::jsonb)", [key_type, events, corpus, types])
+        row = db_conn.execute("select sag_internal._key_weight(%s, %s, %s, %s::jsonb)", [key_type, events, corpus, types])
         return float(row.fetchone()[0])
 
     # A key of one event in 100: ln(1 + 100) / ln(1 + 100) = 1; in every event: ln 2 / ln 101.

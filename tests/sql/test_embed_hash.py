@@ -60,7 +60,7 @@ def test_default_dimension_and_hand_worked_vectors(db_conn: psycopg.Connection) 
 
 def test_features_worked_by_hand(db_conn: psycopg.Connection) -> None:
     rows = db_conn.execute(
-        "select feature, weight from sag._embed_hash_features('Cats sat, 302.AI 曹操与袁绍')"
+        "select feature, weight from sag_internal._embed_hash_features('Cats sat, 302.AI 曹操与袁绍')"
     ).fetchall()
     assert sorted(rows) == sorted([
         ("w:cats", 1.0), ("t:#ca", 0.25), ("t:cat", 0.25), ("t:ats", 0.25), ("t:ts#", 0.25),
@@ -71,7 +71,7 @@ def test_features_worked_by_hand(db_conn: psycopg.Connection) -> None:
 
 
 def test_stopword_lists_are_identical(db_conn: psycopg.Connection) -> None:
-    words = db_conn.execute("select sag._embed_hash_stopwords()").fetchone()[0]
+    words = db_conn.execute("select sag_internal._embed_hash_stopwords()").fetchone()[0]
     assert len(words) == len(set(words))
     assert set(words) == STOPWORDS
 
@@ -97,16 +97,17 @@ def test_named_parameters_volatility_and_comments(db_conn: psycopg.Connection) -
     assert got.to_numpy()[402] == -1.0
     rows = db_conn.execute(
         """
-        select p.proname, p.provolatile, p.proparallel, obj_description(p.oid, 'pg_proc') is not null
+        select n.nspname, p.proname, p.provolatile, p.proparallel, obj_description(p.oid, 'pg_proc') is not null
         from pg_proc p join pg_namespace n on n.oid = p.pronamespace
-        where n.nspname = 'sag' and p.proname in ('embed_hash', '_embed_hash_features', '_embed_hash_stopwords')
+        where n.nspname in ('sag', 'sag_internal')
+          and p.proname in ('embed_hash', '_embed_hash_features', '_embed_hash_stopwords')
         order by p.proname
         """
     ).fetchall()
     assert rows == [
-        ("_embed_hash_features", "i", "s", True),
-        ("_embed_hash_stopwords", "i", "s", True),
-        ("embed_hash", "i", "s", True),
+        ("sag_internal", "_embed_hash_features", "i", "s", True),
+        ("sag_internal", "_embed_hash_stopwords", "i", "s", True),
+        ("sag", "embed_hash", "i", "s", True),
     ]
 
 

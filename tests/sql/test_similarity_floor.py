@@ -19,10 +19,10 @@ def a(x: float) -> object:
 
 def test_chance_cosine_is_the_mean_over_pairs(db_conn: psycopg.Connection) -> None:
     # (1,0,0)-(0,1,0): 0; (1,0,0)-(1,1,0): 1/sqrt 2; (0,1,0)-(1,1,0): 1/sqrt 2.  Mean: sqrt(2)/3.
-    row = db_conn.execute("select sag._chance_cosine(array['[1,0,0]', '[0,1,0]', '[1,1,0]']::halfvec[])")
+    row = db_conn.execute("select sag_internal._chance_cosine(array['[1,0,0]', '[0,1,0]', '[1,1,0]']::halfvec[])")
     assert float(row.fetchone()[0]) == a(math.sqrt(2) / 3)
     # A zero vector has no cosine (NaN): its pairs do not count.
-    row = db_conn.execute("select sag._chance_cosine(array['[1,0,0]', '[0,0,0]', '[1,0,0]']::halfvec[])")
+    row = db_conn.execute("select sag_internal._chance_cosine(array['[1,0,0]', '[0,0,0]', '[1,0,0]']::halfvec[])")
     assert float(row.fetchone()[0]) == a(1.0)
 
 
