@@ -152,8 +152,10 @@ begin
                                                  from (select * from unnest(qc_ids, qc_ts) as v(id, ts)
                                                         where v.ts > 0 order by v.ts desc, v.id limit 3) u),
                                       source_ids);
+    -- Of that share, a cosine that only repeats the words (the hash embedder: lexical redundancy 1) leaves BM25
+    -- all of it; an embedder independent of the words (redundancy 0) takes half: two independent witnesses.
     if text_weight is null then
-        text_weight := coverage;
+        text_weight := coverage * (1 + floors.lexical) / 2;
     end if;
     key_weight := case when adaptive_keys then least(1, 2 * (1 - coverage)) else 1 end;
     timings := timings || jsonb_build_object('coverage', sag_internal._ms_since(t));
@@ -213,6 +215,7 @@ begin
         'text_weight', text_weight,
         'key_weight', key_weight,
         'similarity_floors', jsonb_build_object('chunk', floors.chunk, 'event', floors.event, 'key', floors.key),
+        'lexical_redundancy', floors.lexical,
         'chunks', chunks,
         'edges', edges,
         'timings_ms', timings || jsonb_build_object('sql_total', sag_internal._ms_since(t0)));
@@ -228,10 +231,10 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
     'sag.expand_keys (named keys floored at named_key_floor of the strongest weight), sag.question_coverage '
     '(every cosine taken above the embedder''s chance level of the sources, sag.similarity_floors; soft_hubs: '
     'hubs can be activated, damped, see sag.activate_keys) '
-    '(text_weight NULL = the coverage; key_weight = min(1, 2 (1 - coverage)) with adaptive_keys), sag.rank_chunks.  Returns '
+    '(text_weight NULL = coverage * (1 + lexical redundancy) / 2, see sag.calibrate_similarity; key_weight = min(1, 2 (1 - coverage)) with adaptive_keys), sag.rank_chunks.  Returns '
     'jsonb: terms, named_keys, keys (key-final: key_id, weight, step, heaviest first), chunks (chunk_id, '
     'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text; by weight_init), coverage, '
-    'text_weight, key_weight, similarity_floors, edges '
+    'text_weight, key_weight, similarity_floors, lexical_redundancy, edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '
     'parameters are those of the stage functions (docs/retrieval.md).';

@@ -11,6 +11,14 @@
 -- development sets (docs/retrieval.md): hash 0.04 / 0.01-0.03 / 0.00, MiniLM 0.02 / 0.03 / 0.16, E5 0.85 /
 -- 0.84 / 0.88 (chunks / events / keys).
 
+-- The embedder's lexical redundancy, calibrated per source with the floors: how much of what the embedder's
+-- cosine says about two texts a bag of words already says.  Measured as the correlation, over the same sample
+-- pairs of chunks, between the embedder's cosine and the cosine of the hash embedder (sag.embed_hash: a
+-- sketch of the words) of the very texts it embedded (title, newline, content).  1 for the hash embedder
+-- itself; 0.16-0.27 for all-MiniLM-L6-v2 and multilingual-e5-small on the development sets, whatever the
+-- corpus or language (docs/retrieval.md).  sag.retrieve reads it to share s between BM25 and the cosine: a
+-- cosine that repeats the words adds nothing to BM25, an independent one is evidence of its own.
+
 -- Mean cosine over the pairs of a deterministic sample (by hashint8 of the id, so a calibration of the same
 -- data is the same) of at most 60 of one source's embeddings: up to 1,770 pairs.
 create or replace function sag_internal._chance_cosine(embeddings halfvec[])
@@ -23,6 +31,27 @@ as $$
               from unnest(embeddings) with ordinality as a(e, n)
               join unnest(embeddings) with ordinality as b(e, n) on b.n > a.n) c
      where c.cos <> 'NaN'::float8
+$$;
+
+-- Correlation of the stored cosines with the hash embedder's over the pairs of a sample of one source's
+-- chunks (the same deterministic sample as the floors); NULL for fewer than 3 chunks (no pairs to compare).
+create or replace function sag_internal._lexical_redundancy(source_id bigint)
+returns float8
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    with sample as (
+        select c.embedding::vector as e,
+               sag.embed_hash(c.title || E'\n' || c.content, vector_dims(c.embedding::vector)) as h
+          from sag.chunks c
+         where c.source_id = _lexical_redundancy.source_id and c.embedding is not null
+         order by hashint8(c.id) limit 60),
+    numbered as (select s.e, s.h, row_number() over () as n from sample s),
+    pairs as (select 1 - (a.e <=> b.e) as model, 1 - (a.h <=> b.h) as words
+                from numbered a join numbered b on b.n > a.n)
+    select case when count(*) >= 3 then greatest(0, least(1, corr(p.model, p.words))) end
+      from pairs p
+     where p.model <> 'NaN'::float8 and p.words <> 'NaN'::float8
 $$;
 
 create or replace function sag.calibrate_similarity()
@@ -42,7 +71,8 @@ begin
                     order by hashint8(e.id) limit 60)), 0),
                'key', coalesce(sag_internal._chance_cosine(array(
                    select k.embedding from sag.keys k where k.source_id = s.id and k.embedding is not null
-                    order by hashint8(k.id) limit 60)), 0))), '{}')
+                    order by hashint8(k.id) limit 60)), 0),
+               'lexical', coalesce(sag_internal._lexical_redundancy(s.id), 1))), '{}')
       into result
       from sag.sources s;
     insert into sag.settings (name, value) values ('similarity_floors', result)
@@ -53,30 +83,37 @@ $$;
 comment on function sag.calibrate_similarity() is
     'Measures, for every source, the mean cosine of random pairs of its chunks, events and keys (a '
     'deterministic sample of 60 of each, 1,770 pairs) and stores them in sag.settings (''similarity_floors''): the '
-    'embedder''s chance level, above which sag.retrieve takes every cosine.  sag.calibrate runs it.';
+    'embedder''s chance level, above which sag.retrieve takes every cosine; and the embedder''s lexical redundancy '
+    '(''lexical'': the correlation of its chunk cosines with the hash embedder''s over the same sample, 1 when '
+    'unknown), by which sag.retrieve shares s between BM25 and the cosine.  sag.calibrate runs it.';
 
 -- The floors of the given sources (NULL = all): the mean over them; 0 (the plain cosine) without a calibration.
+drop function if exists sag.similarity_floors(bigint[]);  -- gained the column lexical
 create or replace function sag.similarity_floors(source_ids bigint[] default null)
-returns table (chunk float8, event float8, key float8)
+returns table (chunk float8, event float8, key float8, lexical float8)
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select greatest(0, least(0.99, coalesce(avg((f.value ->> 'chunk')::float8), 0))),
            greatest(0, least(0.99, coalesce(avg((f.value ->> 'event')::float8), 0))),
-           greatest(0, least(0.99, coalesce(avg((f.value ->> 'key')::float8), 0)))
+           greatest(0, least(0.99, coalesce(avg((f.value ->> 'key')::float8), 0))),
+           greatest(0, least(1, coalesce(avg(coalesce((f.value ->> 'lexical')::float8, 1)), 1)))
       from sag.settings st
       join lateral jsonb_each(st.value) f on source_ids is null or f.key::bigint = any (source_ids)
      where st.name = 'similarity_floors'
 $$;
 comment on function sag.similarity_floors(bigint[]) is
     'The chance-level cosines (sag.calibrate_similarity) of chunks, events and keys of the given sources, NULL '
-    '= all (their mean), clamped to [0, 0.99]; 0 without a calibration.';
+    '= all (their mean), clamped to [0, 0.99]; 0 without a calibration.  lexical: the embedder''s lexical '
+    'redundancy (their mean, in [0, 1]; 1 without a calibration).';
 
--- A database calibrated before the floors existed gets them once, on upgrade.
+-- A database calibrated before the floors (or their lexical redundancy) existed gets them once, on upgrade.
 do $$
 begin
-    if not exists (select 1 from sag.settings where name = 'similarity_floors')
-       and exists (select 1 from sag.settings where name = 'calibration') then
+    if exists (select 1 from sag.settings where name = 'calibration')
+       and not exists (select 1 from sag.settings st
+                        where st.name = 'similarity_floors'
+                          and not exists (select 1 from jsonb_each(st.value) f where not f.value ? 'lexical')) then
         perform sag.calibrate_similarity();
     end if;
 end;

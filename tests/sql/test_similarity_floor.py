@@ -49,6 +49,32 @@ def test_floors_per_source_and_their_mean(db_conn: psycopg.Connection) -> None:
     assert floors(None)[0] == a(0.5)                        # the mean of 1 and 0
     db_conn.execute("delete from sag.settings where name = 'similarity_floors'")
     assert floors(None) == (0, 0, 0)                        # no calibration: the plain cosine
+    # ... and no knowledge of the embedder's lexical redundancy: 1, BM25 keeps its whole share of s.
+    assert db_conn.execute("select lexical from sag.similarity_floors()").fetchone() == (1.0,)
+
+
+def test_lexical_redundancy_is_the_correlation_with_the_words(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    # Chunks a and b share their text, c has other words: the hash embedder's cosines of the pairs
+    # (a,b), (a,c), (b,c) are (1, x, x) for some x < 1, centred proportional to (2, -1, -1).
+    texts = ("alpha beta gamma", "alpha beta gamma", "delta epsilon zeta")
+
+    def redundancy(vectors: tuple[tuple[float, float, float], ...]) -> float:
+        s = g.source(f"source {vectors}")
+        d = g.document(s, f"{s}/doc.md")
+        for text, v in zip(texts, vectors):
+            g.chunk(d, text, v)
+        db_conn.execute("select sag.calibrate_similarity()")
+        return float(db_conn.execute("select lexical from sag.similarity_floors(array[%s]::bigint[])",
+                                     [s]).fetchone()[0])
+
+    # Model cosines (1, 0.5, 0.5): also proportional to (2, -1, -1): correlation 1.
+    assert redundancy(((1, 0, 0), (1, 0, 0), (0.5, math.sqrt(3) / 2, 0))) == a(1.0)
+    # Model cosines (cos 30 deg, 0, 0.5) = (0.8660, 0, 0.5): mean 0.4553, centred (0.4107, -0.4553, 0.0447);
+    # dot with (2, -1, -1) = 1.2321; norms 0.6148 and sqrt 6 = 2.4495: correlation 0.8182.
+    assert redundancy(((1, 0, 0), (math.sqrt(3) / 2, 0.5, 0), (0, 1, 0))) == a(0.8182)
+    # Model cosines (0.5, 1, 0.5): centred proportional to (-1, 2, -1): correlation -0.5, taken as 0.
+    assert redundancy(((1, 0, 0), (0.5, math.sqrt(3) / 2, 0), (1, 0, 0))) == a(0.0)
 
 
 def test_match_keys_rescales_above_the_floor(db_conn: psycopg.Connection) -> None:
