@@ -176,7 +176,7 @@ def test_retry_after_is_honoured_and_capped(openai_server: FakeOpenAIServer, mak
 
 
 def test_timeouts_are_retried_then_raise(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
-    llm = make(timeout=0.2, max_retries=2)
+    llm = make(timeout=0.2, max_retries=2, concurrency=1)
     for _ in range(3):
         openai_server.script(Scripted(content="too late", delay=0.6))
     with pytest.raises(LLMError) as caught:
@@ -192,7 +192,7 @@ def test_timeouts_are_retried_then_raise(openai_server: FakeOpenAIServer, make: 
 
 def test_timeout_then_success(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
     openai_server.script(Scripted(content="too late", delay=0.6), "in time")
-    assert make(timeout=0.2).complete_text("q") == "in time"
+    assert make(timeout=0.2, concurrency=1).complete_text("q") == "in time"
 
 
 def test_last_status_is_named_after_the_last_retry(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
@@ -433,6 +433,32 @@ def test_concurrency_bound_is_respected(openai_server: FakeOpenAIServer, make: M
         t.join()
     assert results == ["ok"] * 8
     assert openai_server.max_in_flight == 2
+
+
+def test_queued_requests_to_a_one_at_a_time_server_do_not_time_out(openai_server: FakeOpenAIServer,
+                                                                    make: MakeLLM) -> None:
+    # 4 requests in flight, the server answers one per 0.4 s: the last is answered after 1.6 s.  With the
+    # timeout of 1 s per request it would time out and be generated again; each request may wait behind the
+    # other 3, so it gets 1 s * 4.
+    llm = make(concurrency=4, timeout=1.0, max_retries=2)
+    serial = threading.Lock()
+
+    def one_at_a_time(request: dict) -> str:  # type: ignore[type-arg]
+        with serial:
+            time.sleep(0.4)
+        return "ok"
+
+    openai_server.responder = one_at_a_time
+    answers: list[str] = []
+    threads = [threading.Thread(target=lambda: answers.append(llm.complete_text("q"))) for _ in range(4)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers == ["ok"] * 4
+    assert 1.6 <= time.monotonic() - started < 4.0
+    assert openai_server.chat_count == 4  # nothing retried
 
 
 # -- construction -----------------------------------------------------------------------------

@@ -55,6 +55,11 @@ class OpenAILLM:
     ``max_retries`` counts retries after the first attempt. ``backoff_base``/``backoff_max``
     shape the exponential backoff and ``retry_after_max`` caps a server's ``Retry-After``;
     tests set them to milliseconds.
+
+    ``timeout`` is the time one request may take once the server works on it.  A request may first wait behind
+    the client's other ``concurrency - 1`` requests (llama.cpp, Ollama and other local servers answer one at a
+    time), so each request is given ``timeout * concurrency``: otherwise the queued ones time out and, retried,
+    are generated twice.
     """
 
     def __init__(
@@ -102,6 +107,7 @@ class OpenAILLM:
         self.max_tokens = max_tokens
         self.max_retries = max_retries
         self.timeout = timeout
+        self.request_timeout = timeout * concurrency
         self.usage = Usage()
         self.backoff = Backoff(base=backoff_base, maximum=backoff_max, retry_after_max=retry_after_max)
         self._slots = threading.BoundedSemaphore(concurrency)
@@ -119,7 +125,7 @@ class OpenAILLM:
             self._client = openai.OpenAI(
                 api_key=api_key,
                 base_url=base_url or DEFAULT_BASE_URL,
-                timeout=timeout,
+                timeout=self.request_timeout,
                 max_retries=0,
             )
         except openai.OpenAIError as exc:
@@ -262,7 +268,7 @@ class OpenAILLM:
                 wait = self.backoff.delay(attempt, retry_after_seconds(exc.response.headers))
                 error: Exception = exc
             except openai.APITimeoutError as exc:
-                failure = f"timed out after {self.timeout:g}s"
+                failure = f"timed out after {self.request_timeout:g}s"
                 wait = self.backoff.delay(attempt)
                 error = exc
             except openai.APIConnectionError as exc:
