@@ -130,7 +130,9 @@ end;
 $$;
 comment on function sag.bind_embedder(text, integer) is
     'Records which embedder (name, dimension) this database serves, typing the embedding columns halfvec(dimension) and building '
-    'their HNSW indexes on first call; afterwards raises 22023 if called with another embedder.';
+    'their HNSW indexes on first call; afterwards raises 22023 if called with another embedder, and (same '
+    'embedder) builds any HNSW index that is missing (a bulk load killed before rebuilding them): a call by hand '
+    'can take as long as that build.  Readers need not call it: sag.bound_embedder() only reads.';
 
 comment on function sag.bound_embedder() is
     'The embedder this database was created with: {"name", "dimension", "bound_at"}, or NULL if none yet.';
