@@ -166,7 +166,8 @@ class SagTools:
     def remember(self, text: Text, title: str = "", source: OneSource = None) -> dict[str, Any]:
         """Remember a piece of text (a fact, a note, a conversation turn): stored as a document whose uri is
         returned, recallable with recall and search. The same text remembered twice is one memory."""
-        uri = "memory:" + hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:16]
+        text = text.strip()
+        uri = "memory:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
         return self.ingest_text(text, uri, title, source)
 
     def forget(self, entity: Entity, source: OneSource = None) -> dict[str, Any]:
