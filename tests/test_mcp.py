@@ -373,7 +373,7 @@ def test_command_refuses_bad_addresses_and_unknown_pinned_sources(db_dsn: str, t
     env = _env(db_dsn, tmp_path)
     bad = CliRunner().invoke(cli, ["mcp", "--http", "localhost:http"], env=env)
     assert bad.exit_code == 2 and "give HOST:PORT" in bad.output
-    result = subprocess.run([sys.executable, "-m", "sag_pg", "mcp", "--source", "nope"], env=env,
+    result = subprocess.run([sys.executable, "-m", "sag_pg", "mcp", "--source", "nope"], env=env, check=False,
                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: no source named 'nope'; sources: none yet"
