@@ -378,3 +378,15 @@ def test_command_refuses_bad_addresses_and_unknown_pinned_sources(db_dsn: str, t
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: no source named 'nope'; sources: none yet"
     assert result.stdout == ""
+
+
+def test_the_cli_does_not_load_the_sdk_and_says_when_it_is_missing(db_dsn: str, tmp_path: Path) -> None:
+    script = "import sys, sag_pg.cli, sag_pg.mcp; print('mcp' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True, timeout=60)
+    assert loaded.stdout.strip() == "False"
+    # sys.modules["mcp"] = None is how Python spells "this package cannot be imported".
+    script = "import sys; sys.modules['mcp'] = None; from sag_pg.cli import main; main(['mcp'])"
+    missing = subprocess.run([sys.executable, "-c", script], env=_env(db_dsn, tmp_path), check=False,
+                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr.strip() == "Error: the MCP server needs the mcp package: pip install 'sag-pg[mcp]'"
