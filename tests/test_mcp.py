@@ -52,10 +52,11 @@ def corpus(sag: SAG, tmp_path: Path) -> SAG:
     return sag
 
 
-def session(server: Any, body: Callable[[Client], Awaitable[Any]]) -> Any:
-    """Run ``body`` with the SDK's client connected to ``server`` (in memory, a URL or stdio parameters)."""
+def session(server: Any, body: Callable[[Client], Awaitable[Any]], mode: str = "auto") -> Any:
+    """Run ``body`` with the SDK's client connected to ``server`` (in memory, a URL or stdio parameters);
+    ``mode`` legacy: the initialize handshake of clients that predate the 2026 protocol."""
     async def main() -> Any:
-        async with Client(server) as client:
+        async with Client(server, mode=mode) as client:
             return await body(client)
 
     return anyio.run(main)
@@ -322,7 +323,9 @@ async def _tools_and_search(client: Client) -> tuple[set[str], list[str]]:
 def test_stdio_command(demo_dsn: str, tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "sag_pg", "mcp", "--source", DEMO_SOURCE],
                                    env=_env(demo_dsn, tmp_path))
-    tools, found = session(params, _tools_and_search)  # the client stops the process when the session ends
+    # As desktop clients do: start the command, then the initialize handshake. The client stops the process
+    # when the session ends.
+    tools, found = session(params, _tools_and_search, mode="legacy")
     assert tools == READ_TOOLS
     assert all(any(uri.endswith(suffix) for uri in found) for suffix in DEMO_QUERIES[0].expected_uris_suffix)
 
