@@ -53,7 +53,7 @@ def mcp(app: AppContext, http: tuple[str, int] | None, sources: tuple[str, ...],
         missing = [s for s in sources if s not in known]
         if missing:
             raise NotFoundError(f"no source named {missing[0]!r}; sources: {', '.join(known) or 'none yet'}")
-    server = build_server(sag, Policy(sources=sources, allow_writes=allow_writes))
+    server = build_server(sag, Policy(sources=sources, allow_writes=allow_writes), debug=app.debug)
     if http is not None:
         click.echo(f"sag-pg: MCP server at http://{http[0]}:{http[1]}{MCP_PATH}", err=True)
     serve(server, http)

@@ -31,15 +31,16 @@ def _instructions(policy: Policy) -> str:
             f"read on with get_chunk, get_document and get_entity.")
 
 
-def build_server(sag: SAG, policy: Policy | None = None) -> MCPServer:
-    """An MCP server whose tools call ``sag`` within ``policy`` (default: every source, read-only)."""
+def build_server(sag: SAG, policy: Policy | None = None, *, debug: bool = False) -> MCPServer:
+    """An MCP server whose tools call ``sag`` within ``policy`` (default: every source, read-only); ``debug``
+    logs every request on stderr."""
     from mcp.server.mcpserver import MCPServer  # imported here: the rest of sag-pg does not need the SDK
     from mcp.types import ToolAnnotations
 
     policy = policy or Policy()
     tools = SagTools(sag, policy)
     server: MCPServer = MCPServer("sag-pg", version=__version__, instructions=_instructions(policy),
-                                  log_level="WARNING")
+                                  debug=debug, log_level="DEBUG" if debug else "WARNING")
     # The SDK runs synchronous tools in worker threads; one call at a time keeps the client's lazily built
     # parts (embedder, LLM, graph) and its kept connection from being set up or used by two threads at once.
     lock = threading.Lock()
