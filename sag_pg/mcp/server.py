@@ -46,7 +46,7 @@ def build_server(sag: SAG, policy: Policy | None = None, *, debug: bool = False)
     lock = threading.Lock()
     for name in READ_TOOLS:
         server.add_tool(_tool_call(getattr(tools, name), lock),
-                        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+                        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=name == "ask"))
     if policy.allow_writes:
         for name in WRITE_TOOLS:
             server.add_tool(_tool_call(getattr(tools, name), lock),
