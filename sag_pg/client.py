@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .answer import Answer
     from .cluster import ClusterParams, ClusterResult, EventSelection
     from .dataflow import DataflowParams
+    from .db.documents import ChunkView, DocumentInfo, DocumentView, EntityView
     from .db.memory import Recalled
     from .graph import KnowledgeGraph, Memory
     from .graphrag import BuildParams, BuildResult, LocalParams
@@ -305,6 +306,41 @@ class SAG:
             patch["alignment"] = alignment
         with self.db.transaction() as conn:
             return catalog.update_source_config(conn, store.ensure_source(conn, name), patch, replace=replace)
+
+    # -- reading back (sag_pg.browse) ------------------------------------------------------------
+
+    def documents(self, *, source: str | Sequence[str] | None = None, uri_prefix: str | None = None,
+                  limit: int | None = 100, offset: int = 0) -> list[DocumentInfo]:
+        """Stored documents by source and uri with their counts of chunks, events and keys; ``source`` None:
+        every source; ``limit`` None: no limit."""
+        from . import browse
+
+        with self.db.connect(autocommit=True) as conn:
+            return browse.documents(conn, source=source, uri_prefix=uri_prefix, limit=limit, offset=offset)
+
+    def document(self, uri: str, *, source: str | None = None) -> DocumentView:
+        """One document with its chunks in reading order, each with its events and their keys; ``source``
+        None: the only source holding ``uri``. NotFoundError if there is none."""
+        from . import browse
+
+        with self.db.connect(autocommit=True) as conn:
+            return browse.document(conn, uri, source=source)
+
+    def chunk(self, chunk_id: int) -> ChunkView:
+        """One chunk (the ids search results cite) with its events, their keys and its document's uri."""
+        from . import browse
+
+        with self.db.connect(autocommit=True) as conn:
+            return browse.chunk(conn, chunk_id)
+
+    def entity(self, name: str, *, source: str | Sequence[str] | None = None, type: str | None = None,
+               events: int = 20, related: int = 20) -> EntityView:
+        """The key called ``name`` (any spelling variant; of ``type`` if given; the one with most events if
+        several match) with its top ``events`` events and the ``related`` keys sharing most events with it."""
+        from . import browse
+
+        with self.db.connect(autocommit=True) as conn:
+            return browse.entity(conn, name, source=source, key_type=type, events=events, related=related)
 
     # -- information -----------------------------------------------------------------------------
 

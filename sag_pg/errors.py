@@ -69,3 +69,18 @@ def error_for_sqlstate(sqlstate: str | None, message: str) -> SagError | None:
     """
     kind = {"22023": QueryError, "P0002": NotFoundError}.get(sqlstate or "")
     return kind(message) if kind is not None else None
+
+
+def user_error(exc: BaseException) -> SagError | None:
+    """``exc`` as the SagError a user should see: itself if it is one; a database error that sag's SQL raised
+    on purpose (an unknown source, an invalid parameter) as its SagError, with the server's hint; else None
+    (a bug, to be shown as such).  The CLI and the MCP server both turn errors into messages with it."""
+    if isinstance(exc, SagError):
+        return exc
+    diag = getattr(exc, "diag", None)  # psycopg.Error, without importing psycopg here
+    if diag is None or not hasattr(exc, "sqlstate"):
+        return None
+    message = diag.message_primary or str(exc).strip()
+    if diag.message_hint:
+        message += f" ({diag.message_hint.rstrip('.')})"
+    return error_for_sqlstate(exc.sqlstate, message)

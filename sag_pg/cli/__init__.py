@@ -17,6 +17,7 @@ from .demo import demo
 from .graph import graph
 from .ingest import delete, ingest, source, sources, stats
 from .kg import kg
+from .mcp import mcp
 from .memory import memory
 from .root import cli
 from .search import search
@@ -25,6 +26,7 @@ for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, dele
                 graph, memory, kg):
     cli.add_command(command)
 cli.add_command(communities)
+cli.add_command(mcp)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

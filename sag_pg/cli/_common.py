@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..config import Settings
-from ..errors import SagError, error_for_sqlstate
+from ..errors import SagError, user_error
 
 
 @dataclass
@@ -94,7 +94,7 @@ def run_main(cli: click.Group, argv: Sequence[str] | None) -> int:
     except SagError as exc:
         return _report(exc, args)
     except Exception as exc:
-        error = _user_error(exc)
+        error = user_error(exc)
         if error is None:
             raise
         return _report(error, args)
@@ -110,15 +110,3 @@ def _report(exc: BaseException, args: list[str]) -> int:
     click.secho(f"Error: {exc}", fg="red", err=True)
     return 1
 
-
-def _user_error(exc: Exception) -> SagError | None:
-    """A database error raised on purpose by sag's SQL for a user's mistake (an unknown source, an invalid
-    parameter) as the SagError it stands for; None for anything else (a bug: shown as a traceback)."""
-    import psycopg
-
-    if not isinstance(exc, psycopg.Error) or exc.diag is None:
-        return None
-    message = exc.diag.message_primary or str(exc).strip()
-    if exc.diag.message_hint:
-        message += f" ({exc.diag.message_hint.rstrip('.')})"
-    return error_for_sqlstate(exc.sqlstate, message)

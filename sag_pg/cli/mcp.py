@@ -1,0 +1,59 @@
+"""`sag-pg mcp`: serve the knowledge base to agents over the Model Context Protocol (stdio or Streamable HTTP)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import click
+
+from ..errors import ConfigError, NotFoundError
+from ._common import AppContext, pass_app, source_name
+
+LOCALHOST = "127.0.0.1"
+
+
+def http_address(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, int] | None:
+    """Click callback: ``HOST:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1); ``[::1]:PORT`` for IPv6."""
+    if value is None:
+        return None
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]") or LOCALHOST
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"{value!r}: give HOST:PORT, e.g. 127.0.0.1:8765")
+    return host, int(port)
+
+
+@click.command()
+@click.option("--http", "http", metavar="HOST:PORT", callback=http_address,
+              help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1; "
+                   "there is no authentication: keep it on localhost).")
+@click.option("--source", "sources", multiple=True, callback=lambda c, p, v: tuple(source_name(c, p, s) for s in v),
+              help="Pin the server to this source (repeatable): no tool reaches any other. Default: every source.")
+@click.option("--allow-writes", is_flag=True,
+              help="Also serve the tools that write: ingest_text, remember, forget, delete_document.")
+@pass_app
+def mcp(app: AppContext, http: tuple[str, int] | None, sources: tuple[str, ...], allow_writes: bool) -> None:
+    """Serve search, documents, the knowledge-graph tools and memory as MCP tools for any agent.
+
+    Read-only unless --allow-writes. Speaks MCP on stdin/stdout (what desktop clients start; nothing else is
+    printed there), or over Streamable HTTP with --http 127.0.0.1:8765.
+
+    Example:
+
+        sag-pg mcp --source demo
+    """
+    if importlib.util.find_spec("mcp") is None:
+        raise ConfigError("the MCP server needs the mcp package: pip install 'sag-pg[mcp]'")
+    from ..mcp import Policy
+    from ..mcp.server import MCP_PATH, build_server, serve
+
+    sag = app.sag()
+    if sources and not allow_writes:  # a read-only server on a source that does not exist serves nothing
+        known = [s["name"] for s in sag.sources()]
+        missing = [s for s in sources if s not in known]
+        if missing:
+            raise NotFoundError(f"no source named {missing[0]!r}; sources: {', '.join(known) or 'none yet'}")
+    server = build_server(sag, Policy(sources=sources, allow_writes=allow_writes), debug=app.debug)
+    if http is not None:
+        click.echo(f"sag-pg: MCP server at http://{http[0]}:{http[1]}{MCP_PATH}", err=True)
+    serve(server, http)

@@ -1,0 +1,83 @@
+"""The MCP server: :class:`SagTools` registered on the official SDK's ``MCPServer``, served over stdio or
+Streamable HTTP.  Library errors become MCP tool errors with the CLI's messages; the server keeps running."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..errors import user_error
+from .policy import Policy
+from .tools import READ_TOOLS, WRITE_TOOLS, SagTools
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from ..client import SAG
+
+__all__ = ["MCP_PATH", "build_server", "serve"]
+
+MCP_PATH = "/mcp"  # where Streamable HTTP serves (the SDK's default path)
+
+
+def _instructions(policy: Policy) -> str:
+    scope = f"sources {', '.join(policy.sources)}" if policy.pinned else "every source"
+    writes = "may write (ingest_text, remember, forget, delete_document)" if policy.allow_writes else "is read-only"
+    return (f"sag-pg: a knowledge base of documents, their events and keys (entities, times, ...) in PostgreSQL. "
+            f"This server reads {scope} and {writes}. Start with search (or recall for memories); cite chunk_id; "
+            f"read on with get_chunk, get_document and get_entity.")
+
+
+def build_server(sag: SAG, policy: Policy | None = None, *, debug: bool = False) -> MCPServer:
+    """An MCP server whose tools call ``sag`` within ``policy`` (default: every source, read-only); ``debug``
+    logs every request on stderr."""
+    from mcp.server.mcpserver import MCPServer  # imported here: the rest of sag-pg does not need the SDK
+    from mcp.types import ToolAnnotations
+
+    policy = policy or Policy()
+    tools = SagTools(sag, policy)
+    server: MCPServer = MCPServer("sag-pg", version=__version__, instructions=_instructions(policy),
+                                  debug=debug, log_level="DEBUG" if debug else "WARNING")
+    # The SDK runs synchronous tools in worker threads; one call at a time keeps the client's lazily built
+    # parts (embedder, LLM, graph) and its kept connection from being set up or used by two threads at once.
+    lock = threading.Lock()
+    for name in READ_TOOLS:
+        server.add_tool(_tool_call(getattr(tools, name), lock),
+                        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=name == "ask"))
+    if policy.allow_writes:
+        for name in WRITE_TOOLS:
+            server.add_tool(_tool_call(getattr(tools, name), lock),
+                            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=name in (
+                                "delete_document", "forget"), open_world_hint=False))
+    return server
+
+
+def _tool_call(method: Callable[..., dict[str, Any]], lock: threading.Lock) -> Callable[..., dict[str, Any]]:
+    """``method`` as a tool: its signature and docstring kept (they are the tool's schema and description),
+    a user's mistake raised as the SDK's ToolError so the client reads the same message the CLI prints."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(method)
+    def call(**arguments: Any) -> dict[str, Any]:
+        try:
+            with lock:
+                return method(**arguments)
+        except Exception as exc:
+            error = user_error(exc)
+            if error is None:
+                raise  # a bug: the SDK logs it and answers a tool error without the details
+            raise ToolError(str(error)) from exc
+
+    return call
+
+
+def serve(server: MCPServer, http: tuple[str, int] | None = None) -> None:
+    """Serve until stopped: over stdin/stdout, or with ``http=(host, port)`` Streamable HTTP at
+    ``http://host:port/mcp`` (on localhost the SDK also checks Host and Origin headers against DNS rebinding)."""
+    if http is None:
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=http[0], port=http[1], streamable_http_path=MCP_PATH)
