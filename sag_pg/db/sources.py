@@ -24,7 +24,7 @@ def delete_source(conn: psycopg.Connection, source_id: int) -> dict[str, int]:
         {"id": source_id},
     ).fetchone()
     assert row is not None
-    conn.execute("select sag._wait_for_index_builds()")  # the lock every document write takes first
+    conn.execute("select sag_internal._wait_for_index_builds()")  # the lock every document write takes first
     conn.execute("delete from sag.sources where id = %s", [source_id])
     conn.execute("select sag.flush_term_stats()")  # drops the queued changes of the deleted source
     return {"documents": int(row[0]), "chunks": int(row[1]), "events": int(row[2]), "keys": int(row[3])}
