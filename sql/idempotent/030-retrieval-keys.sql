@@ -613,14 +613,28 @@ begin
 
     -- The floor: a key the question names keeps at least floor_share * the strongest weight (activation
     -- sums over events, so an entity with few events would otherwise weigh little beside the one the best
-    -- passage is about: "Pterocarya or Cotula?").  Ordered by the weight before the floor.
+    -- passage is about: "Pterocarya or Cotula?").  A named key that activation pruned away comes back at
+    -- the floor, as a step-1 key ("Are Watertown International Airport and Alexandria International Airport
+    -- in the same state?": the passages about Alexandria outweighed every Watertown event, and the
+    -- Watertown page fell to rank 8); a named hub does not (it would lift every passage it is in).
+    -- Ordered by the weight before the floor.
     return query
-    select a.key_id,
-           case when floor_share > 0 and a.key_id = any (floor_key_ids)
-                then greatest(a.w, floor_share * max(a.w) over ()) else a.w end,
-           a.step
-      from unnest(acc_ids, acc_w, acc_steps) as a(key_id, w, step)
-     order by a.w desc, a.step, a.key_id;
+    with acc as (select * from unnest(acc_ids, acc_w, acc_steps) as a(key_id, w, step)),
+    top as (select max(a.w) as w from acc a)
+    select x.key_id, x.weight, x.step
+      from (select a.key_id,
+                   case when floor_share > 0 and a.key_id = any (floor_key_ids)
+                        then greatest(a.w, floor_share * t.w) else a.w end as weight,
+                   a.step, a.w as before
+              from acc a cross join top t
+            union all
+            select k.id, floor_share * t.w, 1, 0
+              from sag.keys k cross join top t
+             where floor_share > 0 and t.w > 0
+               and k.id = any (floor_key_ids) and k.id <> all (coalesce(acc_ids, '{}'))
+               and (max_key_events is null or k.event_count <= max_key_events)
+               and (source_ids is null or k.source_id = any (source_ids))) x
+     order by x.before desc, x.step, x.key_id;
 end;
 $$;
 comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer,
@@ -633,5 +647,6 @@ comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigin
     '(the input keys'' largest step + 1, +2, ...).  Stops after hop max_step or when fewer than min_new_keys new '
     'keys arrived.  Returns the accumulated key-final, input keys included: each key with its first step and its '
     'largest weight, ordered by weight; a key of floor_key_ids weighs at least floor_share * the largest weight '
-    '(the keys named in the question, sag.named_keys).  The cosine is taken above similarity_floor as in '
+    '(the keys named in the question, sag.named_keys), and one that activation pruned away (not a hub) is added '
+    'at that weight with step 1.  The cosine is taken above similarity_floor as in '
     'sag.activate_keys; soft_hubs as there.';

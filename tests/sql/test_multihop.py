@@ -113,6 +113,27 @@ def test_pruning_applies_at_every_hop(db_conn: psycopg.Connection, graph: dict[s
     assert expand(db_conn, start, max_key_events=3, top_n=2) == expected(k, {"A": (1.0, 1), "B": (0.5, 1)})
 
 
+def test_named_keys_are_floored_and_come_back_when_pruned(db_conn: psycopg.Connection,
+                                                         graph: dict[str, int]) -> None:
+    k = graph
+    start = {k["A"]: (1.0, 1), k["B"]: (0.5, 1)}
+    # As test_pruning_applies_at_every_hop with threshold 0.2 and top_n 2: only A 1 and B 0.5 remain.  The
+    # question names E (pruned at hop 2), F (in no event with a weight: never activated) and B (kept).
+    # floor_share 0.5 of the strongest weight 1: B keeps 0.5; E and F come back at 0.5 as step-1 keys,
+    # after the others (ordered by their weight before the floor, 0).
+    rows = db_conn.execute(
+        "select key_id, weight, step from sag.expand_keys(%s::vector, %s, %s, %s, max_key_events => 3, "
+        "top_n => 2, floor_key_ids => %s, floor_share => 0.5)",
+        [Q, list(start), [1.0, 0.5], [1, 1], [k["E"], k["F"], k["B"]]]).fetchall()
+    assert [(r[0], pytest.approx(r[1]), r[2]) for r in rows] == [
+        (k["A"], 1.0, 1), (k["B"], 0.5, 1), (k["E"], 0.5, 1), (k["F"], 0.5, 1)]
+    # A named hub is not brought back: H has 4 events, above max_key_events 3.
+    rows = db_conn.execute(
+        "select key_id from sag.expand_keys(%s::vector, %s, %s, %s, max_key_events => 3, top_n => 2, "
+        "floor_key_ids => %s, floor_share => 0.5)", [Q, list(start), [1.0, 0.5], [1, 1], [k["H"]]]).fetchall()
+    assert [r[0] for r in rows] == [k["A"], k["B"]]
+
+
 def test_hubs_are_neither_expanded_nor_returned(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
     k = graph
     start = {k["A"]: (1.0, 1), k["B"]: (0.5, 1)}
