@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from .db import ingest as store
 from .db.connection import Database, raw_connect, resolve_dsn
 from .db.status import database_status
 from .embedders import Embedder, make_embedder
-from .errors import ConfigError, InputError, NotFoundError, QueryError
+from .errors import ConfigError, InputError, NotFoundError, QueryError, SagError
 from .ingest.readers import (
     DocumentInput,
     InputFailure,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from .answer import Answer
     from .cluster import ClusterParams, ClusterResult, EventSelection
     from .dataflow import DataflowParams
-    from .db.documents import ChunkView, DocumentInfo, DocumentView, EntityView
+    from .db.documents import ChunkView, DocumentInfo, DocumentView, EntityView, ExportedDocument
     from .db.memory import Recalled
     from .graph import KnowledgeGraph, Memory
     from .graphrag import BuildParams, BuildResult, LocalParams
@@ -64,6 +65,11 @@ class SAG:
     @property
     def dsn(self) -> str:
         return self.db.dsn
+
+    def __repr__(self) -> str:
+        from .db.connection import redact
+
+        return f"SAG(dsn={redact(self.db.dsn)!r}, embedder={self.settings.embedder!r}, llm={self.settings.llm or None!r})"
 
     def close(self) -> None:
         """Write the pending recall statistics; release the kept search connection and the LLM and embedder HTTP clients."""
@@ -129,7 +135,16 @@ class SAG:
             concurrency=self.settings.llm_concurrency if self.llm else 1,
         )
         runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm, bulk=bulk)
-        return runner.run(inputs, on_document=on_document)
+        with self.db.connect(autocommit=True) as conn:
+            new_source = catalog.source_id(conn, source) is None
+        try:
+            return runner.run(inputs, on_document=on_document)
+        finally:
+            if new_source:  # an ingest that stored nothing leaves no empty source behind
+                from .db.sources import delete_if_empty
+
+                with suppress(psycopg.Error, SagError), self.db.transaction() as conn:  # not over the real error
+                    delete_if_empty(conn, source)
 
     def ingest_files(self, paths: Iterable[str | Path], *, source: str = DEFAULT_SOURCE,
                      on_document: DocumentCallback | None = None, bulk: bool | None = None) -> IngestReport:
@@ -148,10 +163,13 @@ class SAG:
         return report
 
     def delete_document(self, uri: str, *, source: str = DEFAULT_SOURCE) -> bool:
-        """Delete a document and any key left with no event; False if there was none."""
+        """Delete a document and any key left with no event; False if there was none. A file's path finds
+        the document ``ingest`` made of it (sag_pg.ingest.uris)."""
+        from .ingest.uris import candidate_uris
+
         with self.db.transaction() as conn:
             found = catalog.source_id(conn, source)
-            return found is not None and store.delete_document(conn, found, uri)
+            return found is not None and any(store.delete_document(conn, found, u) for u in candidate_uris(uri))
 
     # -- search ----------------------------------------------------------------------------------
 
@@ -167,9 +185,11 @@ class SAG:
         ``document``, ``chunk``, ``event`` and ``key`` columns, e.g. ``key.type = 'time' AND
         key.value_number >= 2000``. ``source``: a source name, a list of names, or None for all sources.
         """
+        from . import browse
         from .search.engine import resolve_sources
         from .search.engine import search as fast_search
         from .search.normal import rewrite_query
+        from .synonyms import expand_question
 
         if strategy not in ("sag", "dataflow"):
             raise QueryError(f"unknown search strategy {strategy!r}: use sag or dataflow")
@@ -188,6 +208,8 @@ class SAG:
                                         prompts_dir=self.settings.prompts_dir)
                 conn.commit()
                 query, keys = rewrite.query, list(keys or []) + rewrite.keys
+            query = expand_question(conn, query, browse.source_ids(conn, sources))  # the sources' synonyms
+            conn.commit()
             result = fast_search(conn, self.embedder, query, keys=keys, sql=sql, sources=sources, top_n=top_n,
                                  params=params, use_pagerank=use_pagerank,
                                  dataflow=dataflow if strategy == "dataflow" else None)
@@ -290,10 +312,12 @@ class SAG:
 
     def configure_source(self, name: str, *, key_types: dict[str, float] | None = None,
                          synonyms: dict[str, str] | None = None, alignment: dict[str, Any] | None = None,
-                         replace: bool = False) -> dict[str, Any]:
+                         replace: bool = False, create: bool = True) -> dict[str, Any]:
         """Set a source's key types (type → weight), synonym table (alias → canonical name) and key alignment
         thresholds (``{"trigram": 0.9, "vector": 0.95, "across_types": true}``; null disables a test).
-        Settings are merged into the existing ones unless ``replace``. Returns the resulting config."""
+        Settings are merged into the existing ones unless ``replace``. Returns the resulting config. An unknown
+        source is created, or with ``create=False`` a NotFoundError naming the existing ones. Synonyms shape
+        the keys of later ingests; :meth:`apply_synonyms` applies them to stored documents."""
         patch: dict[str, Any] = {}
         if key_types is not None:
             patch["key_types"] = {str(k).strip().lower(): float(v) for k, v in key_types.items()}
@@ -304,8 +328,18 @@ class SAG:
             if unknown:
                 raise ConfigError(f"unknown alignment settings {sorted(unknown)}: use trigram, vector, across_types")
             patch["alignment"] = alignment
+        from . import browse
+
         with self.db.transaction() as conn:
-            return catalog.update_source_config(conn, store.ensure_source(conn, name), patch, replace=replace)
+            found = store.ensure_source(conn, name) if create else browse.source_id(conn, name)
+            return catalog.update_source_config(conn, found, patch, replace=replace)
+
+    def apply_synonyms(self, source: str) -> list[str]:
+        """Re-ingest the documents of ``source`` holding a key its synonym table names as an alias, so those
+        keys merge into the canonical ones; their uris (sag_pg.synonyms)."""
+        from .synonyms import apply_synonyms
+
+        return apply_synonyms(self, source)
 
     # -- reading back (sag_pg.browse) ------------------------------------------------------------
 
@@ -341,6 +375,34 @@ class SAG:
 
         with self.db.connect(autocommit=True) as conn:
             return browse.entity(conn, name, source=source, key_type=type, events=events, related=related)
+
+    def export(self, *, source: str) -> Iterator[ExportedDocument]:
+        """Every document of ``source`` by uri with its text, title and metadata: what ``ingest`` needs to
+        store it again with the same content hash (``sag-pg export`` writes these as JSONL)."""
+        from . import browse
+        from .db.documents import export_documents
+
+        with self.db.connect() as conn:
+            yield from export_documents(conn, browse.source_id(conn, source))
+
+    def delete_source(self, name: str) -> dict[str, int]:
+        """Delete a source with everything in it; the counts of documents, chunks, events and keys removed."""
+        from . import browse
+        from .db.sources import delete_source
+
+        with self.db.transaction() as conn:
+            return delete_source(conn, browse.source_id(conn, name))
+
+    def prune_cluster_runs(self, *, keep: int = 1, source: str | None = None) -> int:
+        """Delete stored ``cluster`` runs but the newest ``keep`` of each source (GraphRAG's community runs
+        are kept: each build replaces its own); how many runs were deleted."""
+        from . import browse
+        from .db.cluster import prune_runs
+
+        if keep < 0:
+            raise QueryError(f"keep must be 0 or more, not {keep}")
+        with self.db.transaction() as conn:
+            return prune_runs(conn, keep=keep, source_ids=browse.source_ids(conn, source))
 
     # -- information -----------------------------------------------------------------------------
 

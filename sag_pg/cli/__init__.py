@@ -14,6 +14,7 @@ from .cluster import cluster
 from .communities import communities
 from .db import db
 from .demo import demo
+from .documents import documents, export, show
 from .graph import graph
 from .ingest import delete, ingest, source, sources, stats
 from .kg import kg
@@ -25,6 +26,8 @@ for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, dele
                 graph, memory, kg):
     cli.add_command(command)
 cli.add_command(communities)
+for command in (documents, show, export):
+    cli.add_command(command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from ..errors import ConfigError, InputError
+from .uris import file_uri
 
 TEXT_SUFFIXES = {".md", ".markdown", ".txt"}
 JSONL_SUFFIXES = {".jsonl"}
@@ -117,10 +118,10 @@ def _read_inputs(paths: list[str | Path], stdin: TextIO | None, stdin_uri: str, 
             if not files and not failures:
                 yield InputFailure(_printable(path), "directory holds no .md, .markdown, .txt or .jsonl files")
             for file in files:
-                yield from _read_path(file, limit)
+                yield from _read_path(file, limit, named=path)
             yield from failures
         else:
-            yield from _read_path(path, limit)
+            yield from _read_path(path, limit, named=path)
 
 
 def _walk(root: Path) -> tuple[list[Path], list[InputFailure]]:
@@ -160,7 +161,7 @@ def _walk(root: Path) -> tuple[list[Path], list[InputFailure]]:
     return sorted(files), failures
 
 
-def _read_path(path: Path, limit: int) -> Iterator[ReadResult]:
+def _read_path(path: Path, limit: int, *, named: Path) -> Iterator[ReadResult]:
     origin = _printable(path)
     if origin != str(path):
         yield InputFailure(origin, "the file name is not valid UTF-8; rename the file")
@@ -172,7 +173,7 @@ def _read_path(path: Path, limit: int) -> Iterator[ReadResult]:
     if isinstance(loaded, InputFailure):
         yield loaded
         return
-    yield document_from_text(loaded, uri=str(path.resolve()), origin=origin, fallback_title=path.stem,
+    yield document_from_text(loaded, uri=file_uri(path, named), origin=origin, fallback_title=path.stem,
                              max_bytes=limit)
 
 
