@@ -413,7 +413,10 @@ class SAG:
     def stats(self, *, source: str | None = None) -> dict[str, Any]:
         """Documents, chunks, events, keys, LLM tokens and keys per type of ``source`` (None: every source);
         NotFoundError if there is no such source."""
+        from . import browse
+
         with self.db.connect(autocommit=True) as conn:
+            browse.source_ids(conn, source)  # an unknown name: the error names the sources there are
             try:
                 figures = catalog.source_figures(conn, source)
             except psycopg.errors.NoDataFound as exc:
