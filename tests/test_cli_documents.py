@@ -154,3 +154,22 @@ def test_cluster_prune_keeps_the_newest_runs(notes: Path, env: dict[str, str]) -
         _run(["cluster", "--source", "nordic", "--semantic-k", "0"], env)
     assert "deleted 2 cluster runs" in _run(["cluster", "--prune"], env).output
     assert "deleted 1 cluster runs" in _run(["cluster", "--prune", "--keep", "0", "--source", "nordic"], env).output
+
+
+def test_progress_off_a_terminal_and_json_errors_point_at_the_line(env: dict[str, str], tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    ingest_module = importlib.import_module("sag_pg.cli.ingest")  # the package's `ingest` is the command
+    monkeypatch.setattr(ingest_module, "PROGRESS_SECONDS", 0.0)  # a line per document instead of every 10 s
+    (tmp_path / "extra.jsonl").write_text('{"id": "a", "text": "Ada Lovelace wrote notes."}\n'
+                                          '{"id": "b", "text": "x"\n'
+                                          '{"id": "c" "text": "y"}\n')
+    result = CliRunner().invoke(cli, ["ingest", str(tmp_path / "extra.jsonl")], env=env)
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    # Each failure once; a cut line ends early, a missing comma is at its column (12: the `"` after "c" ).
+    assert [line for line in lines if "extra.jsonl:" in line] == [
+        f"failed: {tmp_path / 'extra.jsonl'}:2: not valid JSON (Expecting ',' delimiter at the end of the line)",
+        f"failed: {tmp_path / 'extra.jsonl'}:3: not valid JSON (Expecting ',' delimiter at column 12)"]
+    assert any(line.startswith("ingest: 3/3 documents (1 stored, 0 unchanged, 2 failed)") for line in lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -12,6 +13,27 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..ingest.readers import count_documents, read_inputs
 from ._common import AppContext, echo_json, pass_app, source_name
+
+PROGRESS_SECONDS = 10.0
+
+
+class PeriodicProgress:
+    """Off a terminal (a log file, a pipe): one plain line of progress at most every ``every`` seconds."""
+
+    def __init__(self, expected: int | None, *, every: float) -> None:
+        self.expected, self.every = expected, every
+        self.started = self.last = time.monotonic()
+        self.counts = {"stored": 0, "skipped": 0, "failed": 0}
+
+    def note(self, status: str) -> None:
+        self.counts[status] = self.counts.get(status, 0) + 1
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            done = sum(self.counts.values())
+            total = f"/{self.expected}" if self.expected else ""
+            click.echo(f"ingest: {done}{total} documents ({self.counts['stored']} stored, {self.counts['skipped']} "
+                       f"unchanged, {self.counts['failed']} failed), {now - self.started:.0f} s", err=True)
 
 
 @click.command()
@@ -40,6 +62,7 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
         err.print("[dim]sag-pg: no LLM configured (SAG_LLM): using the offline rule extractor[/dim]")
     expected = count_documents(paths)
     show = not quiet and not as_json and err.is_terminal
+    log = PeriodicProgress(expected, every=PROGRESS_SECONDS) if not quiet and not as_json and not show else None
     with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                   TimeElapsedColumn(), console=err, disable=not show) as progress:
         task = progress.add_task("", total=expected)
@@ -52,6 +75,8 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
                 else:
                     click.echo(f"failed: {what}", err=True)
             progress.advance(task)
+            if log is not None:
+                log.note(status)
 
         report = sag.ingest(inputs, source=source, on_document=on_document, bulk=True if bulk else None)
     if as_json:

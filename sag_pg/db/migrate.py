@@ -7,7 +7,6 @@ import functools
 import re
 import threading
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 import psycopg

@@ -386,13 +386,15 @@ def read_jsonl(path: Path, *, max_bytes: int | None = None) -> Iterator[ReadResu
                 continue
             documents += 1
             try:
-                record = json.loads(raw.decode("utf-8"))
+                line = raw.decode("utf-8").rstrip("\r\n")  # else a cut line's error is at "line 2 column 1"
+                record = json.loads(line)
             except UnicodeDecodeError as exc:
                 yield InputFailure(origin, f"line is not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at "
                                            f"column {exc.start + 1})")
                 continue
             except json.JSONDecodeError as exc:
-                yield InputFailure(origin, f"not valid JSON ({exc.msg} at column {exc.colno})")
+                where = "the end of the line" if exc.pos >= len(line) else f"column {exc.pos + 1}"
+                yield InputFailure(origin, f"not valid JSON ({exc.msg} at {where})")
                 continue
             except RecursionError:
                 yield InputFailure(origin, "not valid JSON (nested too deeply)")
