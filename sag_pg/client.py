@@ -177,7 +177,7 @@ class SAG:
                mode: str = "fast", source: str | Sequence[str] | None = DEFAULT_SOURCE, top_n: int = 10,
                params: RetrievalParams | None = None, use_pagerank: bool = True, strategy: str = "sag",
                dataflow: DataflowParams | None = None) -> SearchResult:
-        """The atomic search of sag-algorithm §3.1 (``strategy="sag"``), or DataFlow activation
+        """SAG's multi-hop search over keys (``strategy="sag"``, docs/retrieval.md), or DataFlow activation
         (``strategy="dataflow"``, tuned by ``dataflow``; the result carries its explain ``trail``).
 
         ``mode``: ``fast`` (no LLM) or ``normal`` (the LLM rewrites the question and names its keys first).
@@ -261,21 +261,21 @@ class SAG:
 
     @cached_property
     def graph(self) -> KnowledgeGraph:
-        """The knowledge graph over the keys: entities, typed relations, get_related, tags (seed §1)."""
+        """The knowledge graph over the keys: entities, typed relations, get_related, tags (docs/knowledge-graph.md)."""
         from .graph import KnowledgeGraph
 
         return KnowledgeGraph(self.db, lambda: self.embedder, lambda: self.llm, self.settings.prompts_dir)
 
     @cached_property
     def memory(self) -> Memory:
-        """Recall statistics and eviction of documents (seed §5)."""
+        """Recall statistics and eviction of documents (docs/knowledge-graph.md)."""
         from .graph import Memory
 
         return Memory(self.db)
 
     def recall(self, query: str, *, source: str | Sequence[str] | None = DEFAULT_SOURCE, channels: str = "hybrid",
                strategy: str = "hybrid", min_score: float = 0.0, top_n: int = 10, **options: Any) -> list[Recalled]:
-        """Two-channel memory recall (seed §3): documents by keyword (content) and through the entities the
+        """Two-channel memory recall (docs/knowledge-graph.md): documents by keyword (content) and through the entities the
         keywords name and their neighbours (graph), scored by ``strategy`` (hybrid, text_overlap,
         graph_distance, temporal, reference_count) with each score's breakdown; records recall statistics.
         ``channels``: hybrid, knowledge (content only) or graph (graph only)."""
@@ -283,8 +283,8 @@ class SAG:
                                   top_n=top_n, **options)
 
     def cluster(self, selection: EventSelection, params: ClusterParams | None = None) -> ClusterResult:
-        """Cluster the selected events (sag-algorithm §4) with Louvain and store the run; titles come from
-        the LLM when one is configured, else from each cluster's most characteristic keys."""
+        """Cluster the selected events with Louvain (shared keys weighted by IDF, plus embedding similarity) and
+        store the run; titles come from the LLM when one is configured, else from each cluster's top keys."""
         from .cluster import ClusterParams, cluster_events
 
         return cluster_events(self.db, selection, params or ClusterParams(), llm=self.llm,
@@ -407,12 +407,14 @@ class SAG:
     # -- information -----------------------------------------------------------------------------
 
     def sources(self) -> list[dict[str, Any]]:
+        """Every source by name: ``{"name", "created_at", "documents", "events", "keys"}`` (counts)."""
         with self.db.connect(autocommit=True) as conn:
             return catalog.list_sources(conn)
 
     def stats(self, *, source: str | None = None) -> dict[str, Any]:
-        """Documents, chunks, events, keys, LLM tokens and keys per type of ``source`` (None: every source);
-        NotFoundError if there is no such source."""
+        """Figures of ``source`` (None: every source): ``{"source", "documents", "chunks", "events", "keys",
+        "prompt_tokens", "completion_tokens", "key_types": {type: keys}}``; NotFoundError naming the existing
+        sources if there is no such source."""
         from . import browse
 
         with self.db.connect(autocommit=True) as conn:

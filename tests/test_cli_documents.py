@@ -173,3 +173,12 @@ def test_progress_off_a_terminal_and_json_errors_point_at_the_line(env: dict[str
         f"failed: {tmp_path / 'extra.jsonl'}:2: not valid JSON (Expecting ',' delimiter at the end of the line)",
         f"failed: {tmp_path / 'extra.jsonl'}:3: not valid JSON (Expecting ',' delimiter at column 12)"]
     assert any(line.startswith("ingest: 3/3 documents (1 stored, 0 unchanged, 2 failed)") for line in lines)
+
+
+def test_a_bad_llm_setting_names_the_variables(env: dict[str, str], capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SAG_LLM", "bogus")
+    (tmp_path / "a.md").write_text("Ada Lovelace wrote notes.\n")
+    message = _error(["ingest", str(tmp_path / "a.md")], env, capsys)
+    assert "unknown LLM 'bogus' (SAG_LLM or --llm)" in message and "SAG_LLM_BASE_URL" in message
+    assert "set llm_base_url" not in message

@@ -89,6 +89,7 @@ def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], sin
         ClusterParams,
         EventSelection,
         cluster_events,
+        missing_cjk_font,
         parse_key_spec,
         write_graphml,
         write_png,
@@ -129,6 +130,10 @@ def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], sin
             write_graphml(result, graphml)
         if png is not None:
             write_png(result, png)
+            if missing_cjk_font(result):
+                click.echo("sag-pg: no CJK font found: the Chinese/Japanese/Korean titles in the PNG are empty boxes "
+                           "(install one, e.g. apt install fonts-noto-cjk; the --json and GraphML output keep them)",
+                           err=True)
     except OSError as exc:
         raise click.FileError(str(exc.filename or graphml or png), hint=exc.strerror or str(exc)) from exc
     if as_json:
