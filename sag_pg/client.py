@@ -15,7 +15,6 @@ from .db import catalog
 from .db import ingest as store
 from .db.connection import Database, raw_connect, resolve_dsn
 from .db.status import database_status
-from .embedders import Embedder, make_embedder
 from .errors import ConfigError, InputError, NotFoundError, QueryError, SagError
 from .ingest.readers import (
     DocumentInput,
@@ -27,6 +26,7 @@ from .ingest.readers import (
 from .llm import LLM, make_llm
 
 if TYPE_CHECKING:
+    from .embedders import Embedder
     from .answer import Answer
     from .cluster import ClusterParams, ClusterResult, EventSelection
     from .dataflow import DataflowParams
@@ -88,6 +88,8 @@ class SAG:
     @cached_property
     def embedder(self) -> Embedder:
         """The embedder, bound to the database on first use (a different one than at creation is an error)."""
+        from .embedders import make_embedder  # numpy (0.2 s): not for commands that never embed
+
         embedder = self._embedder or make_embedder(self.settings.embedder, self.settings)
         self.db.bind_embedder(embedder.name, embedder.dimension)
         return embedder
