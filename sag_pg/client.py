@@ -341,7 +341,7 @@ class SAG:
         keys merge into the canonical ones; their uris (sag_pg.synonyms)."""
         from .synonyms import apply_synonyms
 
-        return apply_synonyms(self, source)
+        return apply_synonyms(self.db, self.ingest, source)
 
     # -- reading back (sag_pg.browse) ------------------------------------------------------------
 

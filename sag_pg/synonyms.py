@@ -11,7 +11,7 @@ search finds the canonical key by name and the text by either name.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -23,7 +23,8 @@ from .ingest.readers import DocumentInput
 from .text.normalize import normalize_key, normalize_synonyms
 
 if TYPE_CHECKING:
-    from .client import SAG
+    from .db.connection import Database
+    from .ingest.runner import IngestReport
 
 __all__ = ["apply_synonyms", "expand_question"]
 
@@ -31,18 +32,19 @@ _WORD_RE = re.compile(r"\w[\w.+#&'-]*")
 _MAX_ALIAS_WORDS = 4
 
 
-def apply_synonyms(sag: SAG, source: str) -> list[str]:
-    """Re-ingest the documents of ``source`` holding a key named by an alias of its synonym table; their uris."""
+def apply_synonyms(db: Database, ingest: Callable[..., IngestReport], source: str) -> list[str]:
+    """Re-ingest (with ``ingest``, i.e. ``SAG.ingest``) the documents of ``source`` holding a key named by an
+    alias of its synonym table; their uris."""
     from .browse import source_id
 
-    with sag.db.transaction() as conn:
+    with db.transaction() as conn:
         found = source_id(conn, source)
         table = normalize_synonyms(ingest_store.source_config(conn, found).get("synonyms") or {})
         uris = store.uris_with_keys(conn, found, sorted(table)) if table else []
         docs = store.export_some(conn, found, uris)
         store.mark_stale(conn, found, uris)  # else ingest would skip them as unchanged
     if docs:
-        report = sag.ingest([DocumentInput(uri=d.uri, text=d.content, title=d.title, metadata=d.metadata,
+        report = ingest([DocumentInput(uri=d.uri, text=d.content, title=d.title, metadata=d.metadata,
                                            origin=d.uri) for d in docs], source=source)
         if report.failed:
             from .errors import InputError
