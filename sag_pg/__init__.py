@@ -8,7 +8,8 @@
 
 from __future__ import annotations
 
-from .client import SAG
+from typing import TYPE_CHECKING
+
 from .config import Settings
 from .errors import (
     ConfigError,
@@ -23,7 +24,20 @@ from .errors import (
     SchemaVersionError,
 )
 
+if TYPE_CHECKING:
+    from .client import SAG
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # The client pulls in psycopg, pgvector and numpy: `sag-pg --version` and `--help` import this package
+    # but never need it, so it is imported on first use of ``sag_pg.SAG``.
+    if name == "SAG":
+        from .client import SAG
+
+        return SAG
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 __all__ = [
     "SAG",
     "Settings",

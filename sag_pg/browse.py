@@ -69,6 +69,20 @@ def _document_source(conn: psycopg.Connection, uri: str, source: str | None) -> 
 
 
 def document(conn: psycopg.Connection, uri: str, *, source: str | None) -> DocumentView:
+    """The document called ``uri``, or (for a file's path) the one ``ingest`` made of that file."""
+    from .ingest.uris import candidate_uris
+
+    first_error: NotFoundError | None = None
+    for candidate in candidate_uris(uri):
+        try:
+            return _document(conn, candidate, source=source)
+        except NotFoundError as exc:
+            first_error = first_error or exc
+    assert first_error is not None
+    raise first_error
+
+
+def _document(conn: psycopg.Connection, uri: str, *, source: str | None) -> DocumentView:
     found = _document_source(conn, uri, source)
     infos = store.document_infos(conn, [found], uri_prefix=None, uris=[uri], limit=1, offset=0)
     if not infos:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,8 +15,7 @@ from .db import catalog
 from .db import ingest as store
 from .db.connection import Database, raw_connect, resolve_dsn
 from .db.status import database_status
-from .embedders import Embedder, make_embedder
-from .errors import ConfigError, InputError, NotFoundError, QueryError
+from .errors import ConfigError, InputError, NotFoundError, QueryError, SagError
 from .ingest.readers import (
     DocumentInput,
     InputFailure,
@@ -26,10 +26,11 @@ from .ingest.readers import (
 from .llm import LLM, make_llm
 
 if TYPE_CHECKING:
+    from .embedders import Embedder
     from .answer import Answer
     from .cluster import ClusterParams, ClusterResult, EventSelection
     from .dataflow import DataflowParams
-    from .db.documents import ChunkView, DocumentInfo, DocumentView, EntityView
+    from .db.documents import ChunkView, DocumentInfo, DocumentView, EntityView, ExportedDocument
     from .db.memory import Recalled
     from .graph import KnowledgeGraph, Memory
     from .graphrag import BuildParams, BuildResult, LocalParams
@@ -65,6 +66,11 @@ class SAG:
     def dsn(self) -> str:
         return self.db.dsn
 
+    def __repr__(self) -> str:
+        from .db.connection import redact
+
+        return f"SAG(dsn={redact(self.db.dsn)!r}, embedder={self.settings.embedder!r}, llm={self.settings.llm or None!r})"
+
     def close(self) -> None:
         """Write the pending recall statistics; release the kept search connection and the LLM and embedder HTTP clients."""
         for resource in (self.__dict__.get("memory"), self._llm, self.__dict__.get("embedder")):
@@ -82,6 +88,8 @@ class SAG:
     @cached_property
     def embedder(self) -> Embedder:
         """The embedder, bound to the database on first use (a different one than at creation is an error)."""
+        from .embedders import make_embedder  # numpy (0.2 s): not for commands that never embed
+
         embedder = self._embedder or make_embedder(self.settings.embedder, self.settings)
         self.db.bind_embedder(embedder.name, embedder.dimension)
         return embedder
@@ -129,7 +137,16 @@ class SAG:
             concurrency=self.settings.llm_concurrency if self.llm else 1,
         )
         runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm, bulk=bulk)
-        return runner.run(inputs, on_document=on_document)
+        with self.db.connect(autocommit=True) as conn:
+            new_source = catalog.source_id(conn, source) is None
+        try:
+            return runner.run(inputs, on_document=on_document)
+        finally:
+            if new_source:  # an ingest that stored nothing leaves no empty source behind
+                from .db.sources import delete_if_empty
+
+                with suppress(psycopg.Error, SagError), self.db.transaction() as conn:  # not over the real error
+                    delete_if_empty(conn, source)
 
     def ingest_files(self, paths: Iterable[str | Path], *, source: str = DEFAULT_SOURCE,
                      on_document: DocumentCallback | None = None, bulk: bool | None = None) -> IngestReport:
@@ -148,10 +165,13 @@ class SAG:
         return report
 
     def delete_document(self, uri: str, *, source: str = DEFAULT_SOURCE) -> bool:
-        """Delete a document and any key left with no event; False if there was none."""
+        """Delete a document and any key left with no event; False if there was none. A file's path finds
+        the document ``ingest`` made of it (sag_pg.ingest.uris)."""
+        from .ingest.uris import candidate_uris
+
         with self.db.transaction() as conn:
             found = catalog.source_id(conn, source)
-            return found is not None and store.delete_document(conn, found, uri)
+            return found is not None and any(store.delete_document(conn, found, u) for u in candidate_uris(uri))
 
     # -- search ----------------------------------------------------------------------------------
 
@@ -159,7 +179,7 @@ class SAG:
                mode: str = "fast", source: str | Sequence[str] | None = DEFAULT_SOURCE, top_n: int = 10,
                params: RetrievalParams | None = None, use_pagerank: bool = True, strategy: str = "sag",
                dataflow: DataflowParams | None = None) -> SearchResult:
-        """The atomic search of sag-algorithm §3.1 (``strategy="sag"``), or DataFlow activation
+        """SAG's multi-hop search over keys (``strategy="sag"``, docs/retrieval.md), or DataFlow activation
         (``strategy="dataflow"``, tuned by ``dataflow``; the result carries its explain ``trail``).
 
         ``mode``: ``fast`` (no LLM) or ``normal`` (the LLM rewrites the question and names its keys first).
@@ -167,9 +187,11 @@ class SAG:
         ``document``, ``chunk``, ``event`` and ``key`` columns, e.g. ``key.type = 'time' AND
         key.value_number >= 2000``. ``source``: a source name, a list of names, or None for all sources.
         """
+        from . import browse
         from .search.engine import resolve_sources
         from .search.engine import search as fast_search
         from .search.normal import rewrite_query
+        from .synonyms import expand_question
 
         if strategy not in ("sag", "dataflow"):
             raise QueryError(f"unknown search strategy {strategy!r}: use sag or dataflow")
@@ -188,6 +210,8 @@ class SAG:
                                         prompts_dir=self.settings.prompts_dir)
                 conn.commit()
                 query, keys = rewrite.query, list(keys or []) + rewrite.keys
+            query = expand_question(conn, query, browse.source_ids(conn, sources))  # the sources' synonyms
+            conn.commit()
             result = fast_search(conn, self.embedder, query, keys=keys, sql=sql, sources=sources, top_n=top_n,
                                  params=params, use_pagerank=use_pagerank,
                                  dataflow=dataflow if strategy == "dataflow" else None)
@@ -239,21 +263,21 @@ class SAG:
 
     @cached_property
     def graph(self) -> KnowledgeGraph:
-        """The knowledge graph over the keys: entities, typed relations, get_related, tags (seed §1)."""
+        """The knowledge graph over the keys: entities, typed relations, get_related, tags (docs/knowledge-graph.md)."""
         from .graph import KnowledgeGraph
 
         return KnowledgeGraph(self.db, lambda: self.embedder, lambda: self.llm, self.settings.prompts_dir)
 
     @cached_property
     def memory(self) -> Memory:
-        """Recall statistics and eviction of documents (seed §5)."""
+        """Recall statistics and eviction of documents (docs/knowledge-graph.md)."""
         from .graph import Memory
 
         return Memory(self.db)
 
     def recall(self, query: str, *, source: str | Sequence[str] | None = DEFAULT_SOURCE, channels: str = "hybrid",
                strategy: str = "hybrid", min_score: float = 0.0, top_n: int = 10, **options: Any) -> list[Recalled]:
-        """Two-channel memory recall (seed §3): documents by keyword (content) and through the entities the
+        """Two-channel memory recall (docs/knowledge-graph.md): documents by keyword (content) and through the entities the
         keywords name and their neighbours (graph), scored by ``strategy`` (hybrid, text_overlap,
         graph_distance, temporal, reference_count) with each score's breakdown; records recall statistics.
         ``channels``: hybrid, knowledge (content only) or graph (graph only)."""
@@ -261,8 +285,8 @@ class SAG:
                                   top_n=top_n, **options)
 
     def cluster(self, selection: EventSelection, params: ClusterParams | None = None) -> ClusterResult:
-        """Cluster the selected events (sag-algorithm §4) with Louvain and store the run; titles come from
-        the LLM when one is configured, else from each cluster's most characteristic keys."""
+        """Cluster the selected events with Louvain (shared keys weighted by IDF, plus embedding similarity) and
+        store the run; titles come from the LLM when one is configured, else from each cluster's top keys."""
         from .cluster import ClusterParams, cluster_events
 
         return cluster_events(self.db, selection, params or ClusterParams(), llm=self.llm,
@@ -290,10 +314,12 @@ class SAG:
 
     def configure_source(self, name: str, *, key_types: dict[str, float] | None = None,
                          synonyms: dict[str, str] | None = None, alignment: dict[str, Any] | None = None,
-                         replace: bool = False) -> dict[str, Any]:
+                         replace: bool = False, create: bool = True) -> dict[str, Any]:
         """Set a source's key types (type → weight), synonym table (alias → canonical name) and key alignment
         thresholds (``{"trigram": 0.9, "vector": 0.95, "across_types": true}``; null disables a test).
-        Settings are merged into the existing ones unless ``replace``. Returns the resulting config."""
+        Settings are merged into the existing ones unless ``replace``. Returns the resulting config. An unknown
+        source is created, or with ``create=False`` a NotFoundError naming the existing ones. Synonyms shape
+        the keys of later ingests; :meth:`apply_synonyms` applies them to stored documents."""
         patch: dict[str, Any] = {}
         if key_types is not None:
             patch["key_types"] = {str(k).strip().lower(): float(v) for k, v in key_types.items()}
@@ -304,8 +330,18 @@ class SAG:
             if unknown:
                 raise ConfigError(f"unknown alignment settings {sorted(unknown)}: use trigram, vector, across_types")
             patch["alignment"] = alignment
+        from . import browse
+
         with self.db.transaction() as conn:
-            return catalog.update_source_config(conn, store.ensure_source(conn, name), patch, replace=replace)
+            found = store.ensure_source(conn, name) if create else browse.source_id(conn, name)
+            return catalog.update_source_config(conn, found, patch, replace=replace)
+
+    def apply_synonyms(self, source: str) -> list[str]:
+        """Re-ingest the documents of ``source`` holding a key its synonym table names as an alias, so those
+        keys merge into the canonical ones; their uris (sag_pg.synonyms)."""
+        from .synonyms import apply_synonyms
+
+        return apply_synonyms(self.db, self.ingest, source)
 
     # -- reading back (sag_pg.browse) ------------------------------------------------------------
 
@@ -342,16 +378,49 @@ class SAG:
         with self.db.connect(autocommit=True) as conn:
             return browse.entity(conn, name, source=source, key_type=type, events=events, related=related)
 
+    def export(self, *, source: str) -> Iterator[ExportedDocument]:
+        """Every document of ``source`` by uri with its text, title and metadata: what ``ingest`` needs to
+        store it again with the same content hash (``sag-pg export`` writes these as JSONL)."""
+        from . import browse
+        from .db.documents import export_documents
+
+        with self.db.connect() as conn:
+            yield from export_documents(conn, browse.source_id(conn, source))
+
+    def delete_source(self, name: str) -> dict[str, int]:
+        """Delete a source with everything in it; the counts of documents, chunks, events and keys removed."""
+        from . import browse
+        from .db.sources import delete_source
+
+        with self.db.transaction() as conn:
+            return delete_source(conn, browse.source_id(conn, name))
+
+    def prune_cluster_runs(self, *, keep: int = 1, source: str | None = None) -> int:
+        """Delete stored ``cluster`` runs but the newest ``keep`` of each source (GraphRAG's community runs
+        are kept: each build replaces its own); how many runs were deleted."""
+        from . import browse
+        from .db.cluster import prune_runs
+
+        if keep < 0:
+            raise QueryError(f"keep must be 0 or more, not {keep}")
+        with self.db.transaction() as conn:
+            return prune_runs(conn, keep=keep, source_ids=browse.source_ids(conn, source))
+
     # -- information -----------------------------------------------------------------------------
 
     def sources(self) -> list[dict[str, Any]]:
+        """Every source by name: ``{"name", "created_at", "documents", "events", "keys"}`` (counts)."""
         with self.db.connect(autocommit=True) as conn:
             return catalog.list_sources(conn)
 
     def stats(self, *, source: str | None = None) -> dict[str, Any]:
-        """Documents, chunks, events, keys, LLM tokens and keys per type of ``source`` (None: every source);
-        NotFoundError if there is no such source."""
+        """Figures of ``source`` (None: every source): ``{"source", "documents", "chunks", "events", "keys",
+        "prompt_tokens", "completion_tokens", "key_types": {type: keys}}``; NotFoundError naming the existing
+        sources if there is no such source."""
+        from . import browse
+
         with self.db.connect(autocommit=True) as conn:
+            browse.source_ids(conn, source)  # an unknown name: the error names the sources there are
             try:
                 figures = catalog.source_figures(conn, source)
             except psycopg.errors.NoDataFound as exc:

@@ -12,6 +12,7 @@ from pytest_postgresql import factories
 
 from sag_pg.db import migrate
 
+from . import pg
 from .pg import server_params
 
 pytest_plugins = ["tests.openai_server"]
@@ -79,3 +80,17 @@ def sag(db_dsn: str, tmp_path):  # type: ignore[no-untyped-def]
     from sag_pg import SAG, Settings
 
     return SAG(settings=Settings(database_url=db_dsn, home=tmp_path / "unused-home"))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the embedded server this session started, unless another session's databases are in use (it was
+    found running hours after the tests, its parent gone)."""
+    if not pg.started_here:
+        return
+    from sag_pg.db import embedded
+
+    with psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True) as conn:
+        row = conn.execute("select count(*) from pg_stat_activity where datname like 'sag\\_test\\_%%' "
+                           "and datname not like %s", [f"{TEMPLATE_DB}%"]).fetchone()
+    if row is not None and row[0] == 0:
+        embedded.stop_server(pg.TEST_HOME / "server")

@@ -28,8 +28,16 @@ class ServerParams:
         )
 
 
+# Whether this process started the embedded server (conftest stops it at the end of the session then).
+started_here = False
+
+
 def server_params() -> ServerParams:
-    url = os.environ.get("SAG_TEST_DATABASE_URL") or embedded.ensure_server(TEST_HOME / "server")
+    global started_here
+    url = os.environ.get("SAG_TEST_DATABASE_URL")
+    if not url:
+        started_here = not embedded.is_running(TEST_HOME / "server")
+        url = embedded.ensure_server(TEST_HOME / "server")
     info = conninfo_to_dict(url)
     return ServerParams(
         host=str(info.get("host") or "localhost"),

@@ -97,7 +97,7 @@ def test_answer_cites_the_evidence_and_drops_unknown_ids(asker: SAG, corpus: dic
     assert any("999999" in note for note in answer.notes)
     assert len(answer.evidence) == 3
     data = json.loads(json.dumps(answer.to_dict()))
-    assert data["citations"] == [{"chunk_id": ada, "document": "ada.md", "title": "Ada Lovelace",
+    assert data["citations"] == [{"chunk_id": ada, "document_uri": "ada.md", "title": "Ada Lovelace",
                                   "document_title": "Ada Lovelace"}]
     assert {e["chunk_id"] for e in data["evidence"]} == set(corpus.values())
     assert data["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "calls": 1}
@@ -162,8 +162,8 @@ def test_cli_ask_json(db_dsn: str, tmp_path: Path, openai_server: FakeOpenAIServ
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["answer"].startswith("Alan Turing")
-    assert data["citations"][0]["document"] == "turing.md" and data["citations"][0]["title"] == "Alan Turing"
-    assert len(data["evidence"]) == 2 and data["evidence"][0]["text"]
+    assert data["citations"][0]["document_uri"] == "turing.md" and data["citations"][0]["title"] == "Alan Turing"
+    assert len(data["evidence"]) == 2 and data["evidence"][0]["content"]
 
 
 def test_cli_ask_prints_sources_and_gaps(db_dsn: str, tmp_path: Path, openai_server: FakeOpenAIServer,

@@ -206,7 +206,7 @@ def test_a_fifo_is_refused_by_name_without_hanging(cli_env: dict[str, str], db_d
     assert code == 1
     assert f"{tmp_path / 'pipe.md'}: not a regular file (a FIFO)" in err
     assert f"{tmp_path / 'pipe.jsonl'}: not a regular file (a FIFO)" in err
-    assert list(_documents(db_dsn)) == [str((tmp_path / "good.md").resolve())]
+    assert list(_documents(db_dsn)) == ["good.md"]  # named by its path relative to the file given
 
 
 def test_a_fifo_inside_a_directory_is_named_not_read(tmp_path: Path) -> None:
@@ -214,7 +214,7 @@ def test_a_fifo_inside_a_directory_is_named_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.bin")  # not a name sag-pg reads: not mentioned
     (tmp_path / "good.md").write_text(GOOD)
     good, fifo = list(read_inputs([tmp_path]))
-    assert isinstance(good, DocumentInput) and good.uri == str((tmp_path / "good.md").resolve())
+    assert isinstance(good, DocumentInput) and good.uri == f"{tmp_path.name}/good.md"  # relative to the folder given
     assert str(fifo) == f"{tmp_path / 'pipe.md'}: not a regular file (a FIFO); skipped"
     assert count_documents([tmp_path]) == 2
 
@@ -256,7 +256,7 @@ def test_an_unreadable_subdirectory_is_named_and_skipped(shared_tmp: Path) -> No
                           text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent, check=False, **user)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
-    assert seen["stored"] == [str(shared_tmp / "ok" / "a.md")]
+    assert seen["stored"] == [f"{shared_tmp.name}/ok/a.md"]  # relative to the folder named
     assert seen["failed"] == [f"{shared_tmp / 'locked'}: cannot read directory: Permission denied; skipped",
                               f"{inside}: cannot read: Permission denied"]
     assert seen["counted"] == 3
@@ -267,7 +267,7 @@ def test_a_symlink_cycle_is_walked_once(tmp_path: Path) -> None:
     (tmp_path / "sub" / "a.md").write_text(GOOD)
     (tmp_path / "sub" / "back").symlink_to(tmp_path)
     results = list(read_inputs([tmp_path]))
-    assert [r.uri for r in results if isinstance(r, DocumentInput)] == [str(tmp_path / "sub" / "a.md")]
+    assert [r.uri for r in results if isinstance(r, DocumentInput)] == [f"{tmp_path.name}/sub/a.md"]
 
 
 def test_an_empty_jsonl_and_an_empty_markdown_file_both_fail(cli_env: dict[str, str],
@@ -299,7 +299,7 @@ def test_documents_over_the_size_limit_are_refused_by_name(cli_env: dict[str, st
     assert code == 1
     assert f"{tmp_path / 'big.md'}: 1,530 bytes, over the limit of 1,024 bytes per document" in err
     assert f"{corpus}:2: 1,553 bytes, over the limit" in err and "SAG_MAX_DOCUMENT_BYTES" in err
-    assert sorted(_documents(db_dsn)) == sorted(["0", "2", str((tmp_path / "small.md").resolve())])
+    assert sorted(_documents(db_dsn)) == sorted(["0", "2", "small.md"])
 
 
 def test_a_long_jsonl_line_is_skipped_and_the_next_lines_read(tmp_path: Path) -> None:

@@ -68,10 +68,10 @@ def test_ingest_search_stats_delete(runner_env: dict[str, str], tmp_path: Path) 
     found = _run(["search", "Who worked with Babbage?", "--source", "hist", "--json"], runner_env)
     assert found.exit_code == 0, found.output
     data = json.loads(found.output)
-    assert set(data) >= {"results", "keys", "timings_ms"}
-    top = data["results"][0]
-    assert top["document"] == str(doc.resolve())
-    assert {"chunk_id", "title", "text", "score", "events", "keys"} <= set(top)
+    assert set(data) >= {"query", "chunks", "keys", "timings_ms"}
+    top = data["chunks"][0]
+    assert top["document_uri"] == "lovelace.md"  # relative to the folder named (tmp_path is not under cwd)
+    assert {"chunk_id", "document_title", "title", "content", "score", "events", "keys"} <= set(top)
 
     explained = _run(["search", "Babbage", "--source", "hist", "--explain"], runner_env)
     assert explained.exit_code == 0 and "key-final" in explained.output

@@ -26,7 +26,7 @@ def env(db_dsn: str, openai_server: FakeOpenAIServer, tmp_path: Path) -> dict[st
 
 def _ingest(args: list[str], env: dict[str, str], tmp_path: Path):  # type: ignore[no-untyped-def]
     tmp_path.mkdir(exist_ok=True)
-    doc = tmp_path / "meeting.md"
+    doc = tmp_path / f"{tmp_path.name}.md"  # its URI is its name: one per folder, or the second run skips it
     doc.write_text(DOCUMENT, encoding="utf-8")
     result = CliRunner().invoke(cli, [*args, "ingest", "--quiet", str(doc)], env=env, catch_exceptions=False)
     assert result.exit_code == 0, result.output

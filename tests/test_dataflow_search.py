@@ -57,7 +57,7 @@ def test_cli_dataflow(db_dsn: str, tmp_path: Path) -> None:
                                env=env)
     assert found.exit_code == 0, found.output
     data = json.loads(found.output)
-    assert data["strategy"] == "dataflow" and data["results"][0]["document"] == str(doc.resolve())
+    assert data["strategy"] == "dataflow" and data["chunks"][0]["document_uri"] == "lovelace.md"
     assert data["trail"]["focus"] == ["Analytical Engine"]
     explained = CliRunner().invoke(cli, ["search", "Charles Babbage", "--strategy", "dataflow", "--explain"], env=env)
     assert explained.exit_code == 0 and "activation per hop" in explained.output, explained.output

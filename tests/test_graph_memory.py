@@ -66,11 +66,11 @@ def test_search_and_recall_record_statistics_and_eviction_keeps_integrity(sag) -
         sag.ingest_text(text, uri=uri)
     result = sag.search("Who founded Apple?", top_n=2)
     returned = {c.document_uri for c in result.chunks}
-    stats = {r["document"]: r["recall_count"] for r in sag.memory.stats()}
+    stats = {r["uri"]: r["recall_count"] for r in sag.memory.stats()}
     assert stats == {uri: 1 for uri in returned}
     sag.record_recalls = False
     sag.search("Who founded Apple?", top_n=2)
-    assert {r["document"]: r["recall_count"] for r in sag.memory.stats()} == stats
+    assert {r["uri"]: r["recall_count"] for r in sag.memory.stats()} == stats
     recalled = sag.recall("Steve Jobs Pixar", top_n=3)
     assert recalled and recalled[0].uri == "p.md"
     assert all(r.score == pytest.approx(0.5 * r.overlap + 0.2 * r.graph + 0.1 * r.temporal + 0.2 * r.reference)

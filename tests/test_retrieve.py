@@ -129,12 +129,13 @@ def test_result_shape(db_conn: psycopg.Connection, two_sources: tuple[dict[str, 
     one, _ = two_sources
     result = retrieve(db_conn, "Who directed Zorblax?", Q, query_tokens=TOKENS, source_ids=[one["source"]], top_n=2)
     d = result.to_dict()
-    assert set(d) == {"results", "keys", "terms", "named_keys", "timings_ms"}
-    assert len(d["results"]) == 2
-    first = next(r for r in d["results"] if r["chunk_id"] == one["film"])
-    assert set(first) == {"document", "chunk_id", "title", "text", "score", "events", "keys", "explain"}
-    assert first["document"] == "one/films.md" and first["title"] == "Films"
-    assert first["text"] == "Zorblax is a 1999 film directed by Quentin Vance."
+    assert set(d) == {"query", "chunks", "keys", "terms", "named_keys", "timings_ms"}
+    assert len(d["chunks"]) == 2
+    first = next(r for r in d["chunks"] if r["chunk_id"] == one["film"])
+    assert set(first) == {"document_uri", "document_title", "chunk_id", "title", "content", "score", "events", "keys",
+                          "explain"}
+    assert first["document_uri"] == "one/films.md" and (first["title"], first["document_title"]) == ("", "Films")
+    assert first["content"] == "Zorblax is a 1999 film directed by Quentin Vance."
     assert [e["content"] for e in first["events"]] == ["Zorblax was directed by Quentin Vance"]
     assert {k["name"] for k in first["keys"]} == {"Zorblax", "Quentin Vance"}
     assert all(k["weight"] is not None and k["step"] == 1 for k in first["keys"])
@@ -142,7 +143,7 @@ def test_result_shape(db_conn: psycopg.Connection, two_sources: tuple[dict[str, 
     # heaviest key.
     assert d["keys"][0]["name"] == "Zorblax"
     assert all(0 < k["weight"] <= 1 for k in d["keys"])
-    assert set(first["explain"]) == {"document_title", "similarity", "text_score", "key_score", "weight_init",
+    assert set(first["explain"]) == {"similarity", "text_score", "key_score", "weight_init",
                                       "via_keys", "via_vector", "via_text"}
     assert set(d["timings_ms"]) == {"retrieve", "sql_question", "sql_query_chunks", "sql_activate_keys",
                                     "sql_expand_keys", "sql_coverage", "sql_rank_chunks", "sql_edges",

@@ -236,6 +236,16 @@ def test_organizations_locations_and_persons() -> None:
     ]
 
 
+def test_company_head_words_make_organizations() -> None:
+    keys = keys_of("Kepler Labs bought Halvard Foods from Ingrid Halvard and Brightwater Robotics.")
+    assert [(k.type, k.name) for k in keys if k.type != "time"] == [
+        ("organization", "Kepler Labs"),
+        ("organization", "Halvard Foods"),  # was typed as a person (issue #20)
+        ("person", "Ingrid Halvard"),
+        ("organization", "Brightwater Robotics"),
+    ]
+
+
 def test_initials_and_suffixes() -> None:
     assert [(k.type, k.name) for k in keys_of("The Hobbit was written by J. R. R. Tolkien in England.")] == [
         ("person", "J. R. R. Tolkien"),  # named entities outrank plain topics

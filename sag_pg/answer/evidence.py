@@ -37,7 +37,7 @@ class Citation:
     document_title: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"chunk_id": self.chunk_id, "document": self.document_uri, "title": self.title,
+        return {"chunk_id": self.chunk_id, "document_uri": self.document_uri, "title": self.title,
                 "document_title": self.document_title}
 
 

@@ -14,6 +14,7 @@ from .cluster import cluster
 from .communities import communities
 from .db import db
 from .demo import demo
+from .documents import documents, export, show
 from .graph import graph
 from .ingest import delete, ingest, source, sources, stats
 from .kg import kg
@@ -27,6 +28,8 @@ for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, dele
     cli.add_command(command)
 cli.add_command(communities)
 cli.add_command(mcp)
+for command in (documents, show, export):
+    cli.add_command(command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

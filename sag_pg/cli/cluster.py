@@ -61,25 +61,35 @@ def _event_ids(value: str | None) -> tuple[int, ...] | None:
               help="Also write the graph as GraphML to this file.")
 @click.option("--png", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also draw the clusters to this PNG (needs: pip install 'sag-pg[plot]').")
+@click.option("--prune", is_flag=True, help="Cluster nothing: delete the stored runs of --source (default: all) "
+              "but the newest --keep of each source.")
+@click.option("--keep", type=click.IntRange(0), default=1, show_default=True, help="Runs --prune keeps per source.")
 @pass_app
 def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], since: datetime | None,
             until: datetime | None, key_spec: str | None, event_ids: str | None, query: str | None, top_n: int,
             alpha: float, threshold: float, no_idf: bool, key_types: str | None, semantic_k: int,
             max_key_events: int | None, pairs_per_event: float, resolution: float, seed: int,
-            offline_titles: bool, limit: int, as_json: bool, graphml: Path | None, png: Path | None) -> None:
+            offline_titles: bool, limit: int, as_json: bool, graphml: Path | None, png: Path | None, prune: bool,
+            keep: int) -> None:
     """Cluster events by shared keys (IDF-weighted) and embeddings, with Louvain, and store the clusters.
 
     All the given filters must hold; none clusters every event.  Titles come from the LLM when one is
-    configured, else from each cluster's most characteristic keys.  Each run is stored (sag.cluster_runs).
+    configured, else from each cluster's most characteristic keys.  Each run is stored (sag.cluster_runs);
+    `--prune` deletes old ones.
 
     Example:
 
         sag-pg cluster --source history --key-types person,place,topic --alpha 0.6 --graphml history.graphml
     """
+    if prune:
+        deleted = app.sag().prune_cluster_runs(keep=keep, source=source)
+        click.echo(f"deleted {deleted} cluster runs (kept the newest {keep} of each source)")
+        return
     from ..cluster import (
         ClusterParams,
         EventSelection,
         cluster_events,
+        missing_cjk_font,
         parse_key_spec,
         write_graphml,
         write_png,
@@ -120,6 +130,10 @@ def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], sin
             write_graphml(result, graphml)
         if png is not None:
             write_png(result, png)
+            if missing_cjk_font(result):
+                click.echo("sag-pg: no CJK font found: the Chinese/Japanese/Korean titles in the PNG are empty boxes "
+                           "(install one, e.g. apt install fonts-noto-cjk; the --json and GraphML output keep them)",
+                           err=True)
     except OSError as exc:
         raise click.FileError(str(exc.filename or graphml or png), hint=exc.strerror or str(exc)) from exc
     if as_json:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import click
 
-from ..client import status_of
-from ..db import embedded, migrate
-from ..db.connection import redact, resolve_dsn
 from ._common import AppContext, echo_json, pass_app
 
 
@@ -29,6 +26,8 @@ def url(app: AppContext) -> None:
 
         psql "$(sag-pg db url)" -c '\\dt sag.*'
     """
+    from ..db.connection import resolve_dsn  # the database modules are imported by the commands that use them
+
     click.echo(resolve_dsn(app.settings))
 
 
@@ -41,6 +40,9 @@ def upgrade(app: AppContext) -> None:
 
         sag-pg db upgrade
     """
+    from ..db import migrate
+    from ..db.connection import redact, resolve_dsn
+
     dsn = resolve_dsn(app.settings)
     head = migrate.upgrade(dsn)
     click.echo(f"schema at revision {head} in {redact(dsn)}")
@@ -56,6 +58,9 @@ def status(app: AppContext, as_json: bool) -> None:
 
         sag-pg db status --json
     """
+    from ..client import status_of
+    from ..db import embedded
+
     info = status_of(app.settings)
     info["location"] = "external" if app.settings.database_url else str(embedded.pgdata_dir(app.settings.home))
     if as_json:
@@ -84,6 +89,8 @@ def stop(app: AppContext) -> None:
     """
     if app.settings.database_url:
         raise click.UsageError("an external database (SAG_DATABASE_URL / --dsn) is not ours to stop")
+    from ..db import embedded
+
     orphan = embedded.orphan_postmaster(app.settings.home)
     stopped = embedded.stop_server(app.settings.home)
     if orphan is not None:

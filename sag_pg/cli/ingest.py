@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -12,6 +13,27 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..ingest.readers import count_documents, read_inputs
 from ._common import AppContext, echo_json, pass_app, source_name
+
+PROGRESS_SECONDS = 10.0
+
+
+class PeriodicProgress:
+    """Off a terminal (a log file, a pipe): one plain line of progress at most every ``every`` seconds."""
+
+    def __init__(self, expected: int | None, *, every: float) -> None:
+        self.expected, self.every = expected, every
+        self.started = self.last = time.monotonic()
+        self.counts = {"stored": 0, "skipped": 0, "failed": 0}
+
+    def note(self, status: str) -> None:
+        self.counts[status] = self.counts.get(status, 0) + 1
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            done = sum(self.counts.values())
+            total = f"/{self.expected}" if self.expected else ""
+            click.echo(f"ingest: {done}{total} documents ({self.counts['stored']} stored, {self.counts['skipped']} "
+                       f"unchanged, {self.counts['failed']} failed), {now - self.started:.0f} s", err=True)
 
 
 @click.command()
@@ -40,6 +62,7 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
         err.print("[dim]sag-pg: no LLM configured (SAG_LLM): using the offline rule extractor[/dim]")
     expected = count_documents(paths)
     show = not quiet and not as_json and err.is_terminal
+    log = PeriodicProgress(expected, every=PROGRESS_SECONDS) if not quiet and not as_json and not show else None
     with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                   TimeElapsedColumn(), console=err, disable=not show) as progress:
         task = progress.add_task("", total=expected)
@@ -52,6 +75,8 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
                 else:
                     click.echo(f"failed: {what}", err=True)
             progress.advance(task)
+            if log is not None:
+                log.note(status)
 
         report = sag.ingest(inputs, source=source, on_document=on_document, bulk=True if bulk else None)
     if as_json:
@@ -126,20 +151,32 @@ def stats(app: AppContext, source: str | None, as_json: bool) -> None:
 @click.option("--key-type", "key_types", multiple=True, metavar="TYPE=WEIGHT",
               help="A key type the extractor may use, with its weight (repeatable; replaces the list).")
 @click.option("--synonyms", type=click.Path(exists=True, dir_okay=False),
-              help='JSON object {"alias": "canonical name", ...}: aliases converge on the canonical key.')
+              help='JSON object {"alias": "canonical name", ...}: aliases converge on the canonical key; stored '
+              "documents holding an alias are re-ingested so their keys merge too (see --no-apply).")
+@click.option("--no-apply", is_flag=True, help="Keep stored keys as they are: the synonyms shape later ingests only.")
 @click.option("--align-trigram", type=float, help="Trigram similarity at which a new key joins an existing one.")
 @click.option("--align-vector", type=float, help="Embedding similarity at which a new key joins an existing one.")
+@click.option("--create", is_flag=True, help="Create the source if it does not exist (else that is an error).")
+@click.option("--delete", is_flag=True, help="Delete the source with all its documents, events and keys.")
+@click.option("--yes", is_flag=True, help="With --delete: do not ask (asked only on a terminal).")
 @pass_app
-def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str | None,
-           align_trigram: float | None, align_vector: float | None) -> None:
-    """Show or change a source's settings (key types, synonyms, key alignment); creates the source.
+def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str | None, no_apply: bool,
+           align_trigram: float | None, align_vector: float | None, create: bool, delete: bool, yes: bool) -> None:
+    """Show, change, create or delete a source (its key types, synonyms, key alignment).
 
     Example:
 
-        sag-pg source research --key-type person=1 --key-type drug=1 --synonyms synonyms.json
+        sag-pg source research --create --key-type person=1 --key-type drug=1 --synonyms synonyms.json
     """
-    import json
-
+    if delete:
+        if key_types or synonyms or align_trigram is not None or align_vector is not None or create:
+            raise click.UsageError("--delete takes no other setting")
+        if not yes and sys.stdin.isatty():
+            click.confirm(f"delete source {name!r} with all its documents?", abort=True)
+        gone = app.sag().delete_source(name)
+        click.echo(f"deleted source {name}: {gone['documents']} documents, {gone['chunks']} chunks, "
+                   f"{gone['events']} events, {gone['keys']} keys")
+        return
     types = None
     if key_types:
         types = {}
@@ -149,14 +186,26 @@ def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str
                 types[type_name.strip()] = float(weight or 1.0)
             except ValueError:
                 raise click.BadParameter(f"{item!r}: expected TYPE=WEIGHT", param_hint="--key-type") from None
-    table = None
-    if synonyms:
-        try:
-            table = json.loads(Path(synonyms).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise click.BadParameter(f"{synonyms}: {exc}", param_hint="--synonyms") from None
-        if not isinstance(table, dict):
-            raise click.BadParameter(f"{synonyms}: expected a JSON object", param_hint="--synonyms")
+    table = _synonym_table(synonyms) if synonyms else None
     alignment = {k: v for k, v in (("trigram", align_trigram), ("vector", align_vector)) if v is not None} or None
-    config = app.sag().configure_source(name, key_types=types, synonyms=table, alignment=alignment)
+    sag = app.sag()
+    config = sag.configure_source(name, key_types=types, synonyms=table, alignment=alignment, create=create)
+    reingested = sag.apply_synonyms(name) if table and not no_apply else []
+    if table:
+        click.echo(f"synonyms: {len(table)} aliases; " + (
+            "stored keys unchanged (--no-apply): they apply to documents ingested from now on" if no_apply else
+            f"re-ingested {len(reingested)} stored documents holding an alias, so their keys merged") + "; "
+            "a question naming an alias finds the canonical key only through key similarity", err=True)
     echo_json({"source": name, "config": config})
+
+
+def _synonym_table(path: str) -> dict[str, str]:
+    import json
+
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise click.BadParameter(f"{path}: {exc}", param_hint="--synonyms") from None
+    if not isinstance(table, dict):
+        raise click.BadParameter(f"{path}: expected a JSON object", param_hint="--synonyms")
+    return table

@@ -12,7 +12,7 @@ clusters; :mod:`.export` writes GraphML or a PNG.
 
 from __future__ import annotations
 
-from .export import write_graphml, write_png
+from .export import missing_cjk_font, write_graphml, write_png
 from .run import Cluster, ClusterParams, ClusterResult, cluster_events
 from .select import EventSelection, parse_key_spec
 
@@ -22,6 +22,7 @@ __all__ = [
     "ClusterResult",
     "EventSelection",
     "cluster_events",
+    "missing_cjk_font",
     "parse_key_spec",
     "write_graphml",
     "write_png",

@@ -11,6 +11,7 @@ it works for 50,000 events.  Only the ``max_edges`` heaviest edges are drawn.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,6 +72,25 @@ def _layout(result: ClusterResult) -> dict[int, tuple[float, float]]:
 # Titles are often Chinese: the first of these that is installed draws them.
 _FONTS = ["Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC", "WenQuanYi Zen Hei", "SimHei",
           "Microsoft YaHei", "PingFang SC", "Arial Unicode MS", "DejaVu Sans"]
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def missing_cjk_font(result: ClusterResult) -> bool:
+    """True when a cluster title is in Chinese, Japanese or Korean and matplotlib has none of the CJK fonts of
+    ``_FONTS`` (write_png then draws those titles as empty boxes: the CLI says so)."""
+    if not any(_CJK.search(c.title or "") for c in result.clusters):
+        return False
+    from matplotlib import font_manager
+
+    for name in _FONTS[:-1]:  # DejaVu Sans, the last resort, has no CJK glyphs
+        try:
+            font_manager.findfont(name, fallback_to_default=False)
+            return False
+        except ValueError:
+            continue
+    return True
 
 
 def require_matplotlib() -> None:

@@ -189,3 +189,19 @@ def select_events(conn: psycopg.Connection, selection: EventSelection) -> Select
         source_ids=[int(r[1]) for r in rows],
         labels={int(r[0]): str(r[2]) for r in rows},
     )
+
+
+def prune_runs(conn: psycopg.Connection, *, keep: int, source_ids: list[int] | None) -> int:
+    """Delete the clustering runs (not GraphRAG's hierarchies) of the sources (None: all) but the newest
+    ``keep`` of each source (runs over several sources count as one more source); how many were deleted."""
+    rows = conn.execute(
+        """delete from sag.cluster_runs r using (
+               select id, row_number() over (partition by source_id order by created_at desc, id desc) as age
+                 from sag.cluster_runs
+                where params->>'kind' is distinct from 'hierarchy'
+                  and (%(sources)s::bigint[] is null or source_id = any(%(sources)s::bigint[]))) old
+            where r.id = old.id and old.age > %(keep)s
+           returning r.id""",
+        {"sources": source_ids, "keep": keep},
+    ).fetchall()
+    return len(rows)

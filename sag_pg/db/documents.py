@@ -17,7 +17,8 @@ import psycopg
 __all__ = [
     "ChunkView", "DocumentInfo", "DocumentView", "EntityView", "EventView", "ExportedDocument", "KeyView",
     "RelatedKey", "chunk_view", "document_events", "document_infos", "document_metadata", "document_sources",
-    "entity_candidates", "entity_events", "export_documents", "related_keys",
+    "entity_candidates", "entity_events", "export_documents", "export_some", "mark_stale", "related_keys",
+    "uris_with_keys",
 ]
 
 KeyValue = str | float | bool
@@ -292,3 +293,28 @@ def related_keys(conn: psycopg.Connection, key_id: int, limit: int) -> list[Rela
         [key_id, limit],
     ).fetchall()
     return [RelatedKey(r[0], r[1], _value(r[2], r[3], r[4]), int(r[5])) for r in rows]
+
+
+def uris_with_keys(conn: psycopg.Connection, source_id: int, normalized: Sequence[str]) -> list[str]:
+    """The documents of a source with an event holding a key whose normalized name is one of ``normalized``."""
+    rows = conn.execute(
+        """select distinct d.uri from sag.keys k join sag.event_keys ek on ek.key_id = k.id
+             join sag.events e on e.id = ek.event_id join sag.documents d on d.id = e.document_id
+            where k.source_id = %s and k.normalized = any(%s) order by d.uri""",
+        [source_id, list(normalized)],
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def export_some(conn: psycopg.Connection, source_id: int, uris: Sequence[str]) -> list[ExportedDocument]:
+    """The named documents of a source with their text and metadata, by uri."""
+    rows = conn.execute("select uri, title, content, content_hash, metadata from sag.documents"
+                        " where source_id = %s and uri = any(%s) order by uri", [source_id, list(uris)]).fetchall()
+    return [ExportedDocument(r[0], r[1], r[2], r[3], dict(r[4] or {})) for r in rows]
+
+
+def mark_stale(conn: psycopg.Connection, source_id: int, uris: Sequence[str]) -> None:
+    """Give the named documents a hash no content has, so the next ingest of them replaces them (atomically,
+    one by one) instead of skipping them as unchanged."""
+    conn.execute("update sag.documents set content_hash = 'stale' where source_id = %s and uri = any(%s)",
+                 [source_id, list(uris)])

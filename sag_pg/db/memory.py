@@ -31,7 +31,7 @@ class Recalled:
     via_graph: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"document": self.uri, "title": self.title, "score": self.score,
+        return {"uri": self.uri, "title": self.title, "score": self.score,
                 "breakdown": {"overlap": self.overlap, "graph": self.graph, "temporal": self.temporal,
                               "reference": self.reference},
                 "via_content": self.via_content, "via_graph": self.via_graph}
@@ -110,7 +110,7 @@ def memory_stats(conn: psycopg.Connection, source_ids: Sequence[int] | None = No
     """``sag.memory_stats``: the most recalled documents."""
     rows = conn.execute("select uri, recall_count, average_score, last_recall_at, value "
                         "from sag.memory_stats(source_ids => %s, lim => %s)", [_ids(source_ids), limit]).fetchall()
-    return [{"document": u, "recall_count": int(n), "average_score": float(a or 0), "last_recall_at": t.isoformat(),
+    return [{"uri": u, "recall_count": int(n), "average_score": float(a or 0), "last_recall_at": t.isoformat(),
              "value": float(v)} for u, n, a, t, v in rows]
 
 

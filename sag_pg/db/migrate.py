@@ -3,31 +3,59 @@
 from __future__ import annotations
 
 import enum
+import functools
+import re
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import psycopg
-from alembic.config import Config
-from alembic.script import ScriptDirectory
-
-from alembic import command
 
 from .._resources import alembic_dir
 from ..errors import SchemaVersionError
 from .sqlfiles import idempotent_hash
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# alembic (with sqlalchemy, ~0.25 s to import) is imported where an upgrade or a revision lookup needs it, so
+# commands that only read do not pay for it.
 # alembic's `context` is a module-level proxy: two upgrades in threads of one process would share it.
 _ALEMBIC_IN_PROCESS = threading.Lock()
 
 
 def alembic_config(dsn: str) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(alembic_dir()))
     cfg.attributes["dsn"] = dsn
     return cfg
 
 
+_REVISION_RE = re.compile(r'^(down_revision|revision)\s*=\s*(?:"([^"]*)"|\'([^\']*)\'|None)', re.MULTILINE)
+
+
+@functools.cache
+def _revisions() -> dict[str, str | None]:
+    """Every revision of alembic/versions with the one it revises, read from the files' assignments: what
+    alembic's ScriptDirectory gives, without importing alembic and sqlalchemy (a quarter second) on every
+    connection's schema check."""
+    found: dict[str, str | None] = {}
+    for path in sorted((alembic_dir() / "versions").glob("*.py")):
+        values = {m.group(1): m.group(2) or m.group(3) for m in _REVISION_RE.finditer(path.read_text("utf-8"))}
+        if values.get("revision"):
+            found[str(values["revision"])] = values.get("down_revision")
+    return found
+
+
 def head_revision() -> str:
+    revisions = _revisions()
+    heads = set(revisions) - {down for down in revisions.values() if down}
+    if len(heads) == 1:
+        return heads.pop()
+    from alembic.script import ScriptDirectory  # several heads or none: let alembic say what it makes of them
+
     head = ScriptDirectory.from_config(alembic_config("")).get_current_head()
     assert head is not None
     return head
@@ -63,8 +91,7 @@ def schema_status(conn: psycopg.Connection) -> SchemaStatus:
         return SchemaStatus(SchemaState.EMPTY, None, head, False)
     row = conn.execute("select value->>'hash' from sag.settings where name = 'functions'").fetchone()
     functions_current = bool(row and row[0] == idempotent_hash())
-    known = {script.revision for script in ScriptDirectory.from_config(alembic_config("")).walk_revisions()}
-    if revision not in known:
+    if revision not in _revisions():
         state = SchemaState.UNKNOWN
     elif revision != head or not functions_current:
         state = SchemaState.BEHIND
@@ -77,6 +104,8 @@ def upgrade(dsn: str) -> str:
     """Bring the database at ``dsn`` to the code's schema; safe to run concurrently and repeatedly."""
     # Function-only changes ship without a new revision: alembic/env.py re-applies them at head when their
     # fingerprint changed, under the upgrade lock.
+    from alembic import command
+
     with _ALEMBIC_IN_PROCESS:
         command.upgrade(alembic_config(dsn), "head")
     return head_revision()

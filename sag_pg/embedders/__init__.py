@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from .base import Embedder, embed_queries
 from .hashing import HashEmbedder
-from .openai_embedder import OpenAIEmbedder
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from .openai_embedder import OpenAIEmbedder
 
 __all__ = ["Embedder", "HashEmbedder", "OpenAIEmbedder", "SentenceTransformerEmbedder", "embed_queries",
            "make_embedder"]
@@ -33,7 +33,12 @@ VALID_SPECS = "hash, hash:DIM (1-16000), openai:MODEL, st:PATH, st:PACKAGE"
 
 
 def __getattr__(name: str) -> object:
-    # st.py is cheap to import, but keep it out of the import path until someone asks for it.
+    # openai_embedder.py imports the openai package (~1 s): only when an openai: embedder is made. st.py is
+    # cheap to import, but keep it out of the import path until someone asks for it.
+    if name == "OpenAIEmbedder":
+        from .openai_embedder import OpenAIEmbedder
+
+        return OpenAIEmbedder
     if name == "SentenceTransformerEmbedder":
         from .st import SentenceTransformerEmbedder
 
@@ -64,6 +69,8 @@ def make_embedder(spec: str, settings: Settings | None = None) -> Embedder:
 
         settings = Settings.from_env()  # SAG_EMBED_BASE_URL and friends count for library users too
     if kind == "openai" and arg:
+        from .openai_embedder import OpenAIEmbedder
+
         assert settings is not None
         return OpenAIEmbedder(
             arg,

@@ -53,7 +53,9 @@ _ORGANIZATION_WORDS = _words(
     laboratories labs hospital press times journal court army navy corps orchestra band records
     studios studio airlines airways team organization organisation board parliament congress senate
     government administration network systems technologies entertainment publishing publishers
-    pictures films broadcasting railway railways police brigade regiment division fc"""
+    pictures films broadcasting railway railways police brigade regiment division fc foods food robotics
+    motors energy pharmaceuticals pharma holdings industries enterprises software solutions services
+    media brewery breweries dynamics aerospace logistics partners ventures"""
 )
 _LOCATION_WORDS = _words(
     """city county state province river mountain mountains mount lake island islands valley street avenue

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from ..errors import ConfigError, InputError
+from .uris import file_uri
 
 TEXT_SUFFIXES = {".md", ".markdown", ".txt"}
 JSONL_SUFFIXES = {".jsonl"}
@@ -117,10 +118,10 @@ def _read_inputs(paths: list[str | Path], stdin: TextIO | None, stdin_uri: str, 
             if not files and not failures:
                 yield InputFailure(_printable(path), "directory holds no .md, .markdown, .txt or .jsonl files")
             for file in files:
-                yield from _read_path(file, limit)
+                yield from _read_path(file, limit, named=path)
             yield from failures
         else:
-            yield from _read_path(path, limit)
+            yield from _read_path(path, limit, named=path)
 
 
 def _walk(root: Path) -> tuple[list[Path], list[InputFailure]]:
@@ -160,7 +161,7 @@ def _walk(root: Path) -> tuple[list[Path], list[InputFailure]]:
     return sorted(files), failures
 
 
-def _read_path(path: Path, limit: int) -> Iterator[ReadResult]:
+def _read_path(path: Path, limit: int, *, named: Path) -> Iterator[ReadResult]:
     origin = _printable(path)
     if origin != str(path):
         yield InputFailure(origin, "the file name is not valid UTF-8; rename the file")
@@ -172,7 +173,7 @@ def _read_path(path: Path, limit: int) -> Iterator[ReadResult]:
     if isinstance(loaded, InputFailure):
         yield loaded
         return
-    yield document_from_text(loaded, uri=str(path.resolve()), origin=origin, fallback_title=path.stem,
+    yield document_from_text(loaded, uri=file_uri(path, named), origin=origin, fallback_title=path.stem,
                              max_bytes=limit)
 
 
@@ -385,13 +386,15 @@ def read_jsonl(path: Path, *, max_bytes: int | None = None) -> Iterator[ReadResu
                 continue
             documents += 1
             try:
-                record = json.loads(raw.decode("utf-8"))
+                line = raw.decode("utf-8").rstrip("\r\n")  # else a cut line's error is at "line 2 column 1"
+                record = json.loads(line)
             except UnicodeDecodeError as exc:
                 yield InputFailure(origin, f"line is not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at "
                                            f"column {exc.start + 1})")
                 continue
             except json.JSONDecodeError as exc:
-                yield InputFailure(origin, f"not valid JSON ({exc.msg} at column {exc.colno})")
+                where = "the end of the line" if exc.pos >= len(line) else f"column {exc.pos + 1}"
+                yield InputFailure(origin, f"not valid JSON ({exc.msg} at {where})")
                 continue
             except RecursionError:
                 yield InputFailure(origin, "not valid JSON (nested too deeply)")

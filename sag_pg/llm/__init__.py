@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 __all__ = ["LLM", "OpenAILLM", "Usage", "make_llm"]
 
 VALID_FORMS = (
-    "'openai:MODEL' (any OpenAI-compatible endpoint; set llm_base_url for a local server) or empty (no LLM)"
+    "'openai:MODEL' (any OpenAI-compatible endpoint; for a local server set SAG_LLM_BASE_URL, in Python "
+    "Settings.llm_base_url) or empty (no LLM)"
 )
 
 
@@ -28,7 +29,7 @@ def make_llm(settings: Settings) -> LLM | None:
         return None
     kind, _, model = spec.partition(":")
     if kind.lower() != "openai" or not model.strip():
-        raise ConfigError(f"unknown LLM {spec!r}; valid forms: {VALID_FORMS}")
+        raise ConfigError(f"unknown LLM {spec!r} (SAG_LLM or --llm); valid forms: {VALID_FORMS}")
     from .openai_llm import OpenAILLM
 
     return OpenAILLM(

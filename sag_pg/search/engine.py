@@ -12,7 +12,6 @@ from ..db import retrieval as db
 from ..embedders.base import embed_queries
 from ..errors import NotFoundError, QueryError
 from ..text.normalize import normalize_key
-from ..db.restrict import allowed_events, parse_restriction
 from .result import SearchResult
 from .retrieve import RetrievalParams, retrieve
 
@@ -50,6 +49,8 @@ def search(conn: psycopg.Connection, embedder: Embedder, query: str, *, keys: Se
         raise QueryError("the query is empty")
     if top_n < 1:
         raise QueryError(f"top_n must be at least 1, got {top_n}")
+    if sql:  # pglast (0.2 s to import) only for searches with a restriction
+        from ..db.restrict import allowed_events, parse_restriction
     restriction = parse_restriction(sql) if sql else None
     embedding = embed_queries(embedder, [query])[0]  # queries get the model's query prefix
     if not np.any(embedding):

@@ -22,7 +22,7 @@ class KeyHit:
     step: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.key_id, "type": self.type, "name": self.name, "value": self.value,
+        return {"key_id": self.key_id, "type": self.type, "name": self.name, "value": self.value,
                 "weight": self.weight, "step": self.step}
 
 
@@ -47,17 +47,21 @@ class ChunkHit:
     events: list[dict[str, Any]] = field(default_factory=list)
     keys: list[dict[str, Any]] = field(default_factory=list)
 
+    def __repr__(self) -> str:  # one line, not the whole text
+        return (f"ChunkHit(chunk_id={self.chunk_id}, document_uri={self.document_uri!r}, title={self.title!r}, "
+                f"score={self.score:.4f}, content={len(self.content)} chars)")
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "document": self.document_uri,
             "chunk_id": self.chunk_id,
-            "title": self.title or self.document_title,
-            "text": self.content,
+            "document_uri": self.document_uri,
+            "document_title": self.document_title,
+            "title": self.title,
+            "content": self.content,
             "score": self.score,
             "events": self.events,
             "keys": self.keys,
             "explain": {
-                "document_title": self.document_title,
                 "similarity": self.similarity,
                 "text_score": self.text_score,
                 "key_score": self.key_score,
@@ -86,7 +90,8 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "results": [c.to_dict() for c in self.chunks],
+            "query": self.query,
+            "chunks": [c.to_dict() for c in self.chunks],
             "keys": [k.to_dict() for k in self.keys],
             "terms": list(self.terms),
             "named_keys": list(self.named_keys),
