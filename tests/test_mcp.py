@@ -80,7 +80,7 @@ def error(result: CallToolResult) -> str:
 
 
 def uris(data: dict[str, Any]) -> list[str]:
-    return [hit["document"] for hit in data["results"]]
+    return [hit["document_uri"] for hit in data["chunks"]]
 
 
 # -- the tools, in memory ----------------------------------------------------------------------------------
@@ -113,7 +113,7 @@ def test_list_sources(corpus: SAG) -> None:
 def test_search(corpus: SAG) -> None:
     data = ok(call(corpus, "search", {"query": "Who worked with Charles Babbage?", "source": ["alpha"]}))
     assert uris(data) == ["ada.md"]
-    assert "Analytical Engine" in data["results"][0]["text"]
+    assert "Analytical Engine" in data["chunks"][0]["content"]
     everywhere = ok(call(corpus, "search", {"query": "Grace Hopper compiler", "top_n": 5}))
     assert "hopper.md" in uris(everywhere)  # omitted source on an unpinned server: every source
     dataflow = ok(call(corpus, "search", {"query": "Grace Hopper compiler", "source": ["beta"],
@@ -184,7 +184,7 @@ def test_get_relations_and_triples(corpus: SAG) -> None:
 
 def test_recall_and_related(corpus: SAG) -> None:
     memories = ok(call(corpus, "recall", {"query": "Charles Babbage", "source": ["alpha"]}))["memories"]
-    assert [m["document"] for m in memories] == ["ada.md"]
+    assert [m["uri"] for m in memories] == ["ada.md"]
     assert set(memories[0]["breakdown"]) == {"overlap", "graph", "temporal", "reference"}
     related = ok(call(corpus, "related", {"entity": "Ada Lovelace", "source": "alpha", "depth": 1}))
     assert "charles babbage" in {r["name"].lower() for r in related["related"]}
@@ -203,7 +203,7 @@ def test_ask_with_an_llm(db_dsn: str, tmp_path: Path, corpus: SAG, openai_server
     with SAG(settings=settings) as asker:
         answer = ok(call(asker, "ask", {"question": "Who worked with Charles Babbage?", "source": ["alpha"]}))
     assert answer["answer"] == f"Ada Lovelace [{chunk}]."
-    assert [c["document"] for c in answer["citations"]] == ["ada.md"]
+    assert [c["document_uri"] for c in answer["citations"]] == ["ada.md"]
 
 
 def test_writes(corpus: SAG) -> None:
@@ -249,7 +249,7 @@ def test_errors_are_tool_errors_and_the_server_goes_on(corpus: SAG) -> None:
                 await client.call_tool("search", {"query": "Ada Lovelace", "source": ["alpha"]})]
 
     unknown, bad_number, no_letter, fine = session(build_server(corpus), body)
-    assert error(unknown) == "Error executing tool search: no source named 'nope'"
+    assert error(unknown) == "Error executing tool search: no source named 'nope'; sources: alpha, beta, kg"
     assert "top_n" in error(bad_number) and "greater than or equal to 1" in error(bad_number)
     assert error(no_letter).endswith("'?!' has no letter or digit: no key can have that name")
     assert uris(ok(fine)) == ["ada.md"]
@@ -296,13 +296,13 @@ def test_search_matches_the_cli(demo_dsn: str, tmp_path: Path) -> None:
         out = CliRunner().invoke(cli, ["search", question, "--source", DEMO_SOURCE, "--top-n", "5", "--json"],
                                  env=env, catch_exceptions=False)
         assert out.exit_code == 0, out.output
-        expected.append([(h["document"], h["chunk_id"]) for h in json.loads(out.output)["results"]])
+        expected.append([(h["document_uri"], h["chunk_id"]) for h in json.loads(out.output)["chunks"]])
 
     async def body(client: Client) -> list[list[tuple[str, int]]]:
         found = []
         for question in questions:
             data = ok(await client.call_tool("search", {"query": question, "top_n": 5}))
-            found.append([(h["document"], h["chunk_id"]) for h in data["results"]])
+            found.append([(h["document_uri"], h["chunk_id"]) for h in data["chunks"]])
         return found
 
     with SAG(settings=Settings(database_url=demo_dsn, home=tmp_path / "home")) as client:
