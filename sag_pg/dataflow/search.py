@@ -37,7 +37,8 @@ class DataflowParams:
     ``depth``, ``breadth``, ``threshold``: the BFS (seed §6: 3, 5, 0.5); ``decay``: activation kept per hop;
     ``focus``: preferred topics/tags (None: the sources' config ``focus``); ``score_weights``: relevance, vector,
     time, preference (seed §7.1); ``sql_weight``/``vector_weight``: the RRF weights (seed §8.1); ``max_gap``:
-    the widest gap between two recalled chunks of a document that completion fills."""
+    the widest gap between two recalled chunks of a document that completion fills; ``specificity``: names
+    count by their IDF in the matches (False: the seed's unweighted formulas)."""
 
     depth: int = 3
     breadth: int = 5
@@ -56,6 +57,7 @@ class DataflowParams:
     text_weight: float = 0.5
     time_basis: str = "ingest"
     text_seeds: bool = False
+    specificity: bool = True
 
     def sql_arguments(self) -> dict[str, Any]:
         args = asdict(self)

@@ -8,7 +8,8 @@
 --   term    string keys whose normalized name is one of the question's terms (sag.query_terms): the
 --           question's words that are keys ("战役", "film"), which the capitals rule of named_keys misses;
 --   vector  the key_match_top_k keys nearest to the query embedding with similarity >= key_min_similarity
---           (sag.match_keys; 0 = none).
+--           (sag.match_keys; 0 = none), the similarity taken above the keys' chance level (sag.similarity_floors,
+--           as sag.retrieve does: under E5 every key is at cosine 0.85 or more of any question).
 create or replace function sag.dataflow_query_entities(
     query text, query_embedding vector default null, source_ids bigint[] default null,
     entity_names text[] default null, entity_types text[] default null, use_terms boolean default true,
@@ -35,7 +36,8 @@ as $$
         union all
         select m.key_id, 4, 'vector'
           from (select 1 where query_embedding is not null and key_match_top_k > 0) wanted
-         cross join lateral sag.match_keys(query_embedding, source_ids, key_match_top_k, key_min_similarity) m)
+         cross join lateral sag.match_keys(query_embedding, source_ids, key_match_top_k, key_min_similarity,
+                                           similarity_floor => (select f.key from sag.similarity_floors(source_ids) f)) m)
     select distinct on (f.id) f.id, k.type, k.name, f.origin
       from found f join sag.keys k on k.id = f.id
      order by f.id, f.priority
@@ -45,21 +47,24 @@ comment on function sag.dataflow_query_entities(text, vector, bigint[], text[], 
     'The keys a question activates in DataFlow (seed §1.3 step 1): caller-given names (entity_names, optional '
     'entity_types), the keys it names (sag.named_keys), keys equal to one of its terms (query_tokens, NULL = '
     'sag.query_terms; when use_terms) and the key_match_top_k keys nearest to query_embedding with similarity >= key_min_similarity '
-    '(sag.match_keys).  origin says which.  Example: select * from sag.dataflow_query_entities(''Who married '
+    '(sag.match_keys, above the keys'' chance level sag.similarity_floors).  origin says which.  Example: select * from sag.dataflow_query_entities(''Who married '
     'Marie Antoinette?'');';
 
 -- Multi-dimension matching (seed §5.2) of the stored events against an entity set, e.g. the query's:
 --   recall: every event holding one of the entities (per type, seed recall_events_by_entities); an entity
 --           with more than max_key_events events (a hub, sag.calibration) recalls nothing: it would bring in
---           a large part of the corpus.  The candidate_limit events with most matched types, then most matched
---           keys, are scored;
+--           a large part of the corpus.  The candidate_limit events with most matched types, then the most
+--           specific matched keys (Σ sag_internal._dataflow_specificity; their count without corpus_events), are scored;
 --   score = ratio_share · match_ratio + (1 - ratio_share) · relevance   (seed: 0.4 / 0.6), relevance and
---           match_ratio of the entity set against the event (sag.dataflow_pair_relevance);
+--           match_ratio of the entity set against the event (sag.dataflow_pair_relevance; names weighted by
+--           their specificity when corpus_events is given, key cosines above similarity_floor);
 --   the top_k by score, ties by event id.
+drop function if exists sag.dataflow_match(bigint[], bigint[], jsonb, integer, integer, integer, float8, float8);
 create or replace function sag.dataflow_match(
     entity_keys bigint[], source_ids bigint[] default null, type_weights jsonb default null,
     max_key_events integer default null, candidate_limit integer default 200, top_k integer default 40,
-    vector_share float8 default 0.4, ratio_share float8 default 0.4)
+    vector_share float8 default 0.4, ratio_share float8 default 0.4, corpus_events bigint default null,
+    similarity_floor float8 default 0)
 returns table (event_id bigint, match_ratio float8, relevance float8, score float8, dimensions jsonb)
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -79,9 +84,9 @@ begin
         raise exception using errcode = '22023', message = format('sag.dataflow_match: ratio_share must be in [0, 1], got %s', ratio_share);
     end if;
     select array_agg(x.event_id order by x.types desc, x.keys desc, x.event_id) into cand
-      from (select ek.event_id, count(distinct k0.type) as types, count(*) as keys
+      from (select ek.event_id, count(distinct k0.type) as types, sum(sag_internal._dataflow_specificity(k.event_count, corpus_events)) as keys
               from sag.keys k0
-              -- the same name under any type (sag_internal._dataflow_entity_type)
+              -- the same name under any type (sag_internal._dataflow_entity)
               join sag.keys k on k.source_id = k0.source_id and k.normalized = k0.normalized
               join sag.event_keys ek on ek.key_id = k.id
               join sag.events e on e.id = ek.event_id
@@ -103,14 +108,16 @@ begin
     select r.right_id, r.match_ratio, r.relevance,
            ratio_share * r.match_ratio + (1 - ratio_share) * r.relevance as score, r.dimensions
       from sag.dataflow_pair_relevance(array_fill(0::bigint, array[cardinality(cand)]), cand, m_owner, m_key,
-                                       weights, vector_share) r
+                                       weights, vector_share, corpus_events, similarity_floor) r
      order by 4 desc, r.right_id
      limit top_k;
 end;
 $$;
-comment on function sag.dataflow_match(bigint[], bigint[], jsonb, integer, integer, integer, float8, float8) is
+comment on function sag.dataflow_match(bigint[], bigint[], jsonb, integer, integer, integer, float8, float8, bigint,
+                                       float8) is
     'DataFlow multi-dimension matching (seed §5.2) of events against an entity set: events holding one of the '
     'non-hub entity_keys (max_key_events NULL = sag.calibration''s hub limit; the candidate_limit with most '
     'matched types and keys), score = ratio_share match_ratio + (1 - ratio_share) relevance '
-    '(sag.dataflow_pair_relevance); the top_k.  Example: select * from sag.dataflow_match(array(select key_id '
+    '(sag.dataflow_pair_relevance with corpus_events, the names'' specificity, and similarity_floor); the '
+    'top_k.  Example: select * from sag.dataflow_match(array(select key_id '
     'from sag.dataflow_query_entities(''Who married Marie Antoinette?'')));';

@@ -5,9 +5,11 @@
 -- frontier):
 --   * candidates of a frontier event P: the events sharing one of P's non-hub keys (event_count <=
 --     max_key_events), never visited (no event is reached twice: cycles are impossible); the candidate_limit
---     with most shared types, then most shared keys, are scored;
+--     with most shared types, then the most specific shared keys (Σ sag_internal._dataflow_specificity; their count
+--     without corpus_events), are scored;
 --   * multi-dimension match of P against each (sag.dataflow_pair_relevance of P's keys against the
---     candidate's): score = ratio_share match_ratio + (1 - ratio_share) relevance;
+--     candidate's, names weighted by specificity when corpus_events is given): score = ratio_share
+--     match_ratio + (1 - ratio_share) relevance;
 --   * kept when relevance >= threshold, then the breadth best by score per P (seed breadth_per_hop);
 --   * activation(C) = activation(P) · decay · score(P, C); a candidate reached from several frontier events
 --     keeps its best parent (the seed gives it to whichever parent is expanded first: here the result does
@@ -15,12 +17,15 @@
 --   * the max_frontier most activated new events form the next frontier (the seed's frontier grows as
 --     breadth^hop; this bounds the work per hop);
 --   * stops after depth hops or when a hop reaches nothing new.
+drop function if exists sag.dataflow_propagate(bigint[], float8[], bigint[], jsonb, integer, integer, float8, float8,
+                                               integer, integer, integer, float8, float8);
 create or replace function sag.dataflow_propagate(
     seed_event_ids bigint[], seed_activations float8[], source_ids bigint[] default null,
     type_weights jsonb default null, depth integer default 3, breadth integer default 5,
     threshold float8 default 0.5, decay float8 default 0.8, max_frontier integer default 10,
     candidate_limit integer default 10, max_key_events integer default null,
-    vector_share float8 default 0.4, ratio_share float8 default 0.4)
+    vector_share float8 default 0.4, ratio_share float8 default 0.4, corpus_events bigint default null,
+    similarity_floor float8 default 0)
 returns table (event_id bigint, hop integer, activation float8, parent_id bigint, relevance float8,
                match_ratio float8, score float8)
 language plpgsql stable
@@ -75,10 +80,10 @@ begin
           from (select x.parent, x.child,
                        row_number() over (partition by x.parent order by x.types desc, x.keys desc, x.child) as rn
                   from (select ek.event_id as parent, other.event_id as child,
-                               count(distinct k0.type) as types, count(*) as keys
+                               count(distinct k0.type) as types, sum(sag_internal._dataflow_specificity(k.event_count, corpus_events)) as keys
                           from sag.event_keys ek
                           join sag.keys k0 on k0.id = ek.key_id
-                          -- the same name under any type (sag_internal._dataflow_entity_type)
+                          -- the same name under any type (sag_internal._dataflow_entity)
                           join sag.keys k on k.source_id = k0.source_id and k.normalized = k0.normalized
                                          and k.event_count <= hub
                           join sag.event_keys other on other.key_id = k.id
@@ -108,7 +113,8 @@ begin
                                                        ratio_share * r.match_ratio + (1 - ratio_share) * r.relevance
                                                            as score
                                                   from sag.dataflow_pair_relevance(p_left, p_right, m_owner, m_key,
-                                                                                   weights, vector_share) r
+                                                                                   weights, vector_share, corpus_events,
+                                                                                   similarity_floor) r
                                                  where r.relevance >= threshold) s) b
                                   join unnest(f_ids, f_act) as fa(id, act) on fa.id = b.parent
                                  where b.rn <= breadth) k
@@ -126,11 +132,12 @@ begin
 end;
 $$;
 comment on function sag.dataflow_propagate(bigint[], float8[], bigint[], jsonb, integer, integer, float8, float8,
-                                           integer, integer, integer, float8, float8) is
+                                           integer, integer, integer, float8, float8, bigint, float8) is
     'DataFlow clue propagation (seed §6, breadth first): from the seed events (hop 0, with their activations), '
     'each hop matches the frontier''s events against the unvisited events sharing a non-hub key with them '
-    '(candidate_limit per event, by shared types and keys), keeps those with relevance >= threshold, the '
-    'breadth best by score (ratio_share match_ratio + (1 - ratio_share) relevance) per parent, activation = '
+    '(candidate_limit per event, by shared types, then the specificity of the shared keys), keeps those with relevance >= threshold, the '
+    'breadth best by score (ratio_share match_ratio + (1 - ratio_share) relevance; sag.dataflow_pair_relevance '
+    'with corpus_events and similarity_floor) per parent, activation = '
     'parent activation * decay * score (best parent wins), the max_frontier most activated as the next '
     'frontier; at most depth hops; no event is reached twice.  Returns every reached event with its hop, '
     'activation, parent and the match figures.';

@@ -65,6 +65,9 @@ comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bi
 
 -- The DataFlow search (seed §8.2), one call:
 --   1. entities: sag.dataflow_query_entities (caller-given names, named keys, term keys, nearest keys);
+--      with specificity every name of the matches below counts by its specificity (IDF over the sources'
+--      events, sag.calibration), and every cosine is taken above the sources' chance level
+--      (sag.similarity_floors: keys for key-to-key, events for question-to-event, rescaled to [0, 1]);
 --   2. structured list: sag.dataflow_match of the entities (multi-dimension matching), list_limit events;
 --      vector list: the list_limit events nearest to the query embedding (sag_internal._nearest_events);
 --   3. initial events: weighted RRF (sag.dataflow_rrf, k = rrf_k) of the two, the first initial_limit;
@@ -76,6 +79,10 @@ comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bi
 --   6. chunks: sag.dataflow_chunks of the events (top_n, completion up to max_gap).
 -- Returns jsonb: entities, type_weights, structured and vector lists, initial (RRF), hops (the activation trail),
 -- events (each factor of each score, best first), chunks (reading order, completed flagged), timings_ms.
+drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
+                                            float8, text[], float8[], float8, float8, integer, integer, integer,
+                                            integer, integer, integer, boolean, integer, float8, float8, float8,
+                                            float8, timestamptz, float8, text, boolean);
 create or replace function sag.dataflow_search(
     query text,
     query_embedding vector,
@@ -106,7 +113,8 @@ create or replace function sag.dataflow_search(
     now_at timestamptz default null,
     text_weight float8 default 0.5,
     time_basis text default 'ingest',
-    text_seeds boolean default false)
+    text_seeds boolean default false,
+    specificity boolean default true)
 returns jsonb
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -134,6 +142,8 @@ declare
     ev_scores float8[];
     text_ids bigint[];
     tokens text[];
+    floors record;
+    corpus bigint;
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.dataflow_search: query_embedding must not be NULL';
@@ -157,7 +167,11 @@ begin
     initial_limit := coalesce(initial_limit, 2 * top_n); -- seed: hybrid_search(top_k = config.top_k * 2)
     now_at := coalesce(now_at, now());
     weights := sag.dataflow_type_weights(source_ids);
-    hub := (select c.hub_events from sag.calibration(source_ids) c limit 1);
+    select c.hub_events, c.events into hub, corpus from sag.calibration(source_ids) c limit 1;
+    if not specificity then
+        corpus := null;  -- every name counts 1: the seed's formulas
+    end if;
+    select * into floors from sag.similarity_floors(source_ids);
     if focus is null then
         select array_agg(f.name) into focus
           from sag.sources s, jsonb_array_elements_text(case when jsonb_typeof(s.config -> 'focus') = 'array'
@@ -187,7 +201,8 @@ begin
       into structured, s_ids
       from (select x.*, row_number() over (order by x.score desc, x.event_id) as n
               from sag.dataflow_match(coalesce(q_keys, '{}'), source_ids, weights, hub, top_k => list_limit,
-                                      vector_share => vector_share, ratio_share => ratio_share) x) m;
+                                      vector_share => vector_share, ratio_share => ratio_share,
+                                      corpus_events => corpus, similarity_floor => floors.key) x) m;
     timings := timings || jsonb_build_object('structured', sag_internal._ms_since(t));
     -- The full-text list (BM25 chunks, sag.bm25_chunks): fused into the chunk ranking (step 6) when text_weight
     -- > 0; with text_seeds its chunks' events join the structured list (RRF, equal weights) before step 3.
@@ -208,7 +223,9 @@ begin
     timings := timings || jsonb_build_object('text', sag_internal._ms_since(t));
     t := clock_timestamp();
     select coalesce(jsonb_agg(jsonb_build_object('event_id', v.event_id,
-                                                 'similarity', greatest(0, 1 - v.distance)) order by v.distance, v.event_id), '[]'),
+                                                 'similarity', greatest(0, (1 - v.distance - floors.event)
+                                                                           / (1 - floors.event)))
+                              order by v.distance, v.event_id), '[]'),
            array_agg(v.event_id order by v.distance, v.event_id)
       into vector_list, v_ids
       from sag_internal._nearest_events(query_embedding, source_ids, list_limit) v;
@@ -229,7 +246,7 @@ begin
                        || (select array_agg(ek.event_id) from sag.event_keys ek where ek.event_id in (select f.id from fused f)),
                    coalesce(q_keys, '{}')
                        || (select array_agg(ek.key_id) from sag.event_keys ek where ek.event_id in (select f.id from fused f)),
-                   weights, vector_share) r)
+                   weights, vector_share, corpus, floors.key) r)
     select coalesce(jsonb_agg(jsonb_build_object('event_id', f.id, 'rrf', f.score, 'structured_rank', f.first_rank,
                                                  'vector_rank', f.second_rank,
                                                  'activation', coalesce(m.activation, 0)) order by f.n), '[]'),
@@ -243,7 +260,7 @@ begin
     select coalesce(jsonb_agg(to_jsonb(p) order by p.hop, p.activation desc, p.event_id), '[]') into reached
       from sag.dataflow_propagate(coalesce(init_ids, '{}'), coalesce(init_act, '{}'), source_ids, weights,
                                   depth, breadth, threshold, decay, max_frontier, candidate_limit, hub,
-                                  vector_share, ratio_share) p;
+                                  vector_share, ratio_share, corpus, floors.key) p;
     timings := timings || jsonb_build_object('propagate', sag_internal._ms_since(t));
 
     -- 5. the four-factor score of every reached event
@@ -254,7 +271,8 @@ begin
           from jsonb_array_elements(reached) x),
     factors as (
         select r.event_id, r.hop, e.chunk_id, r.activation as relevance,
-               coalesce(nullif(greatest(0, 1 - (e.embedding <=> query_embedding)), 'NaN'::float8), 0) as similarity,
+               coalesce(nullif(greatest(0, (1 - (e.embedding <=> query_embedding) - floors.event)
+                                           / (1 - floors.event)), 'NaN'::float8), 0) as similarity,
                sag.dataflow_time_decay(case when time_basis = 'event' then coalesce(e.event_time, e.created_at)
                                             else e.created_at end, now_at, decay_per_day) as time_decay,
                case when cardinality(coalesce(focus, '{}')) = 0 then 0.5
@@ -289,7 +307,7 @@ $$;
 comment on function sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
                                         float8, text[], float8[], float8, float8, integer, integer, integer, integer,
                                         integer, integer, boolean, integer, float8, float8, float8, float8,
-                                        timestamptz, float8, text, boolean) is
+                                        timestamptz, float8, text, boolean, boolean) is
     'The DataFlow search (seed §8.2) in one call: the query''s entities (sag.dataflow_query_entities; '
     'entity_names/entity_types from the caller), the structured list (sag.dataflow_match) and the vector list '
     '(nearest events), weighted RRF (sag.dataflow_rrf: sql_weight, vector_weight, rrf_k), propagation '
@@ -297,5 +315,7 @@ comment on function sag.dataflow_search(text, vector, bigint[], text[], text[], 
     'score_weights; time decay of event_time else created_at; preference for focus, NULL = the sources'' '
     'config -> focus) and chunk recall with completion (sag.dataflow_chunks: top_n, max_gap).  Returns jsonb: '
     'entities, type_weights, focus, structured, vector, initial, hops (the activation trail), events (each '
-    'factor), chunks (reading order), timings_ms.  source_ids NULL = all sources.  Example: select '
+    'factor), chunks (reading order), timings_ms.  specificity: every name counts by ln(1 + N / its events) / '
+    'ln(1 + N) in the matches (false: the seed''s unweighted formulas); cosines above sag.similarity_floors.  '
+    'source_ids NULL = all sources.  Example: select '
     'sag.dataflow_search(''Who married Marie Antoinette?'', sag.embed_hash(''Who married Marie Antoinette?'', 512));';

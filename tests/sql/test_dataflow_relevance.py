@@ -104,3 +104,58 @@ def test_multi_dimension_match_of_an_entity_set(db_conn: psycopg.Connection, gra
     rows = db_conn.execute("select event_id from sag.dataflow_match(%s, max_key_events => 1)",
                            [[k["X"], k["L"]]]).fetchall()
     assert [r[0] for r in rows] == [k["B"]]
+
+
+def test_names_count_by_their_specificity(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    # N = 3 events in the corpus.  s(name) = ln(1 + N / its events) / ln(1 + N): X is in 2 events,
+    # s(X) = ln 2.5 / ln 4 = 0.660964; Y, T, U, L are in one: s = 1.
+    #   A -> B  person: Jaccard s(X) / (s(X) + s(Y)) = 0.660964 / 1.660964 = 0.397942; vector (s(X) * 1 + s(Y) * 0)
+    #           / (s(X) + s(Y)) = 0.397942; sim 0.397942; m_person = max(s(X), s(Y)) = 1
+    #           topic: sim 0.4 * 0.8 = 0.32, m_topic = 1
+    #           relevance = (1.1 * 0.397942 + 1.5 * 0.32) / 2.6 = 0.352975;  match_ratio = 1 / (1 + 1) = 0.5
+    #   B -> A  person: Jaccard s(X) / (s(X) + s(Y)) = 0.397942; vector 1; sim 0.6 * 0.397942 + 0.4 = 0.638765;
+    #           m_person = s(X); topic 0.32, m 1 (location: A has none)
+    #           relevance = (1.1 s(X) 0.638765 + 1.5 * 0.32) / (1.1 s(X) + 1.5) = 0.944423 / 2.227060 = 0.424066
+    #           match_ratio = s(X) / (s(X) + 1 + 1) = 0.248393
+    k = graph
+    rows = db_conn.execute(
+        "select left_id, right_id, relevance, match_ratio, dimensions from sag.dataflow_pair_relevance("
+        "%s, %s, %s, %s, sag.dataflow_type_weights(), corpus_events => 3)",
+        [[k["A"], k["B"]], [k["B"], k["A"]], [k["A"]] * 3 + [k["B"]] * 3,
+         [k["X"], k["Y"], k["T"], k["X"], k["U"], k["L"]]]).fetchall()
+    got = {(r[0], r[1]): r[2:] for r in rows}
+    rel, ratio, dims = got[(k["A"], k["B"])]
+    assert rel == pytest.approx(0.352975, abs=1e-4) and ratio == pytest.approx(0.5)
+    assert dims["person"]["jaccard"] == pytest.approx(0.397942, abs=1e-5)
+    assert dims["person"]["specificity"] == pytest.approx(1.0)
+    rel, ratio, dims = got[(k["B"], k["A"])]
+    assert rel == pytest.approx(0.424066, abs=1e-4) and ratio == pytest.approx(0.248393, abs=1e-5)
+    assert dims["person"]["specificity"] == pytest.approx(0.660964, abs=1e-5)
+
+
+def test_key_cosines_are_taken_above_the_similarity_floor(db_conn: psycopg.Connection,
+                                                          graph: dict[str, int]) -> None:
+    k = graph
+    # Floor 0.5: cos(T, U) 0.8 counts (0.8 - 0.5) / (1 - 0.5) = 0.6.  A -> B: person 0.5 as without a floor;
+    # topic 0.4 * 0.6 = 0.24; relevance = (1.1 * 0.5 + 1.5 * 0.24) / 2.6 = 0.35.
+    row = db_conn.execute(
+        "select relevance, dimensions from sag.dataflow_pair_relevance(%s, %s, %s, %s, sag.dataflow_type_weights(), "
+        "similarity_floor => 0.5)",
+        [[k["A"]], [k["B"]], [k["A"]] * 3 + [k["B"]] * 3,
+         [k["X"], k["Y"], k["T"], k["X"], k["U"], k["L"]]]).fetchone()
+    assert row is not None
+    assert row[0] == pytest.approx(0.35, abs=1e-4) and row[1]["topic"]["vector"] == pytest.approx(0.6, abs=1e-3)
+
+
+def test_query_entities_by_vector_use_the_keys_chance_level(db_conn: psycopg.Connection,
+                                                            graph: dict[str, int]) -> None:
+    k = graph
+    # Question vector (1, 0, 0): cosines X 1, T 1, U 0.8, Y 0, L 0; key_min_similarity 0.6.
+    query = ("select key_id from sag.dataflow_query_entities('zzz', '[1,0,0]'::vector, use_terms => false, "
+             "key_match_top_k => 5, key_min_similarity => 0.6) order by key_id")
+    assert [r[0] for r in db_conn.execute(query)] == sorted([k["X"], k["T"], k["U"]])
+    # A key floor of 0.6 (sag.similarity_floors): U counts (0.8 - 0.6) / 0.4 = 0.5 < 0.6 and drops out.
+    db_conn.execute("insert into sag.settings (name, value) values ('similarity_floors', %s::jsonb) "
+                    "on conflict (name) do update set value = excluded.value",
+                    [json.dumps({str(k["source"]): {"chunk": 0, "event": 0, "key": 0.6}})])
+    assert [r[0] for r in db_conn.execute(query)] == sorted([k["X"], k["T"]])
