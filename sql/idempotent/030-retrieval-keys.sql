@@ -208,15 +208,19 @@ begin
                               hint = 'List sources with: select id, name from sag.sources;';
     end if;
     if (top_k >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.match_keys: top_k must be >= 1, got %s', top_k);
+        raise exception using errcode = '22023',
+                              message = format('sag.match_keys: top_k must be >= 1, got %s', top_k);
     end if;
     if (min_similarity is not null) is not true then
-        raise exception using errcode = '22023', message = 'sag.match_keys: min_similarity must not be NULL (use 0 to keep every match)';
+        raise exception using errcode = '22023',
+                              message = 'sag.match_keys: min_similarity must not be NULL (use 0 to keep every match)';
     end if;
     -- The similarity filter stays outside the index scan: inside, an iterative scan would keep looking for
     -- rows that pass it.  Only string keys have embeddings.
     if (similarity_floor >= 0 and similarity_floor < 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.match_keys: similarity_floor must be in [0, 1), got %s', similarity_floor);
+        raise exception using errcode = '22023',
+                              message = format('sag.match_keys: similarity_floor must be in [0, 1), got %s',
+                                               similarity_floor);
     end if;
     -- name and type: an analyst reading the result in psql sees the keys, not bare ids.
     return query
@@ -344,33 +348,47 @@ begin
         raise exception using errcode = '22023', message = 'sag.activate_keys: query_embedding must not be NULL';
     end if;
     if (similarity_floor >= 0 and similarity_floor < 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.activate_keys: similarity_floor must be in [0, 1), got %s', similarity_floor);
+        raise exception using errcode = '22023',
+                              message = format('sag.activate_keys: similarity_floor must be in [0, 1), got %s',
+                                               similarity_floor);
     end if;
     if (cardinality(coalesce(seed_key_ids, '{}')) = cardinality(coalesce(seed_weights, '{}'))) is not true then
-        raise exception using errcode = '22023', message = format('sag.activate_keys: seed_key_ids (%s) and seed_weights (%s) must have the same length',
+        raise exception using errcode = '22023',
+                              message = format('sag.activate_keys: seed_key_ids (%s) and seed_weights (%s) must have the same length',
                                                       cardinality(seed_key_ids), cardinality(seed_weights));
     end if;
-    if (cardinality(coalesce(chunk_ids, '{}')) = cardinality(coalesce(chunk_similarities, '{}')) and cardinality(coalesce(chunk_ids, '{}')) = cardinality(coalesce(chunk_text_scores, '{}'))) is not true then
-        raise exception using errcode = '22023', message = 'sag.activate_keys: chunk_ids, chunk_similarities and chunk_text_scores must have the same length';
+    if (cardinality(coalesce(chunk_ids, '{}')) = cardinality(coalesce(chunk_similarities, '{}'))
+        and cardinality(coalesce(chunk_ids, '{}')) = cardinality(coalesce(chunk_text_scores, '{}'))) is not true then
+        raise exception using errcode = '22023',
+                              message = 'sag.activate_keys: chunk_ids, chunk_similarities and chunk_text_scores must have the same length';
     end if;
     if (event_limit >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.activate_keys: event_limit must be >= 1, got %s', event_limit);
+        raise exception using errcode = '22023',
+                              message = format('sag.activate_keys: event_limit must be >= 1, got %s', event_limit);
     end if;
     if (threshold >= 0 and threshold <= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.activate_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
+        raise exception using errcode = '22023',
+                              message = format('sag.activate_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
                                                       threshold);
     end if;
     if (top_n >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.activate_keys: top_n must be >= 1, got %s', top_n);
+        raise exception using errcode = '22023',
+                              message = format('sag.activate_keys: top_n must be >= 1, got %s', top_n);
     end if;
     if (max_key_events >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.activate_keys: max_key_events must be >= 1, got %s', max_key_events);
+        raise exception using errcode = '22023',
+                              message = format('sag.activate_keys: max_key_events must be >= 1, got %s',
+                                               max_key_events);
     end if;
     if (text_weight >= 0 and text_weight <= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.activate_keys: text_weight must be in [0, 1], got %s', text_weight);
+        raise exception using errcode = '22023',
+                              message = format('sag.activate_keys: text_weight must be in [0, 1], got %s',
+                                               text_weight);
     end if;
     if (feedback_chunks >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.activate_keys: feedback_chunks must be >= 0, got %s', feedback_chunks);
+        raise exception using errcode = '22023',
+                              message = format('sag.activate_keys: feedback_chunks must be >= 0, got %s',
+                                               feedback_chunks);
     end if;
 
     with qc as (
@@ -536,32 +554,43 @@ begin
         raise exception using errcode = '22023', message = 'sag.expand_keys: query_embedding must not be NULL';
     end if;
     if (similarity_floor >= 0 and similarity_floor < 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.expand_keys: similarity_floor must be in [0, 1), got %s', similarity_floor);
+        raise exception using errcode = '22023',
+                              message = format('sag.expand_keys: similarity_floor must be in [0, 1), got %s',
+                                               similarity_floor);
     end if;
-    if (cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}')) and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}'))) is not true then
-        raise exception using errcode = '22023', message = 'sag.expand_keys: key_ids, key_weights and key_steps must have the same length';
+    if (cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}'))
+        and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}'))) is not true then
+        raise exception using errcode = '22023',
+                              message = 'sag.expand_keys: key_ids, key_weights and key_steps must have the same length';
     end if;
     if (max_step >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.expand_keys: max_step must be >= 1, got %s', max_step);
+        raise exception using errcode = '22023',
+                              message = format('sag.expand_keys: max_step must be >= 1, got %s', max_step);
     end if;
     if (threshold >= 0 and threshold <= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.expand_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
+        raise exception using errcode = '22023',
+                              message = format('sag.expand_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
                                                       threshold);
     end if;
     if (top_n >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.expand_keys: top_n must be >= 1, got %s', top_n);
+        raise exception using errcode = '22023',
+                              message = format('sag.expand_keys: top_n must be >= 1, got %s', top_n);
     end if;
     if (min_new_keys >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.expand_keys: min_new_keys must be >= 0, got %s', min_new_keys);
+        raise exception using errcode = '22023',
+                              message = format('sag.expand_keys: min_new_keys must be >= 0, got %s', min_new_keys);
     end if;
     if (max_key_events >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.expand_keys: max_key_events must be >= 1, got %s', max_key_events);
+        raise exception using errcode = '22023',
+                              message = format('sag.expand_keys: max_key_events must be >= 1, got %s',
+                                               max_key_events);
     end if;
     if (not exists (select 1 from unnest(key_steps) s where s is null or s < 1)) is not true then
         raise exception using errcode = '22023', message = 'sag.expand_keys: key_steps must be >= 1';
     end if;
     if (floor_share >= 0 and floor_share <= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.expand_keys: floor_share must be in [0, 1], got %s', floor_share);
+        raise exception using errcode = '22023',
+                              message = format('sag.expand_keys: floor_share must be in [0, 1], got %s', floor_share);
     end if;
 
     -- The input keys (in the sources), duplicates merged.

@@ -83,7 +83,8 @@ declare
     best_scores float8[] := '{}';
 begin
     if (top_k >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.bm25_chunks: top_k must be >= 1, got %s', top_k);
+        raise exception using errcode = '22023',
+                              message = format('sag.bm25_chunks: top_k must be >= 1, got %s', top_k);
     end if;
     if (k1 >= 0) is not true then
         raise exception using errcode = '22023', message = format('sag.bm25_chunks: k1 must be >= 0, got %s', k1);
@@ -92,7 +93,8 @@ begin
         raise exception using errcode = '22023', message = format('sag.bm25_chunks: b must be in [0, 1], got %s', b);
     end if;
     if (max_postings is null or max_postings >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.bm25_chunks: max_postings must be >= 1, got %s', max_postings);
+        raise exception using errcode = '22023',
+                              message = format('sag.bm25_chunks: max_postings must be >= 1, got %s', max_postings);
     end if;
 
     -- N, avgdl and df over the searched sources, whatever chunk_filter says: a restriction narrows what is
@@ -189,7 +191,8 @@ begin
         raise exception using errcode = '22023', message = 'sag.dense_chunks: query_embedding must not be NULL';
     end if;
     if (top_k >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.dense_chunks: top_k must be >= 1, got %s', top_k);
+        raise exception using errcode = '22023',
+                              message = format('sag.dense_chunks: top_k must be >= 1, got %s', top_k);
     end if;
     return query
     select n.chunk_id, greatest(0, 1 - n.distance)
@@ -216,7 +219,8 @@ set plan_cache_mode = force_generic_plan
 as $$
 begin
     if (rrf_k >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.hybrid_chunks: rrf_k must be >= 0, got %s', rrf_k);
+        raise exception using errcode = '22023',
+                              message = format('sag.hybrid_chunks: rrf_k must be >= 0, got %s', rrf_k);
     end if;
     return query
     with dense as (
@@ -261,16 +265,22 @@ begin
         raise exception using errcode = '22023', message = 'sag.query_chunks: query_embedding must not be NULL';
     end if;
     if (similarity_floor >= 0 and similarity_floor < 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.query_chunks: similarity_floor must be in [0, 1), got %s', similarity_floor);
+        raise exception using errcode = '22023',
+                              message = format('sag.query_chunks: similarity_floor must be in [0, 1), got %s',
+                                               similarity_floor);
     end if;
     if (vector_limit >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.query_chunks: vector_limit must be >= 0, got %s', vector_limit);
+        raise exception using errcode = '22023',
+                              message = format('sag.query_chunks: vector_limit must be >= 0, got %s', vector_limit);
     end if;
     if (text_limit >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.query_chunks: text_limit must be >= 0, got %s', text_limit);
+        raise exception using errcode = '22023',
+                              message = format('sag.query_chunks: text_limit must be >= 0, got %s', text_limit);
     end if;
     if (text_weight >= 0 and text_weight <= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.query_chunks: text_weight must be in [0, 1], got %s', text_weight);
+        raise exception using errcode = '22023',
+                              message = format('sag.query_chunks: text_weight must be in [0, 1], got %s',
+                                               text_weight);
     end if;
     return query
     with by_vector as (
@@ -349,28 +359,39 @@ begin
         raise exception using errcode = '22023', message = 'sag.rank_chunks: query_embedding must not be NULL';
     end if;
     if (similarity_floor >= 0 and similarity_floor < 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.rank_chunks: similarity_floor must be in [0, 1), got %s', similarity_floor);
+        raise exception using errcode = '22023',
+                              message = format('sag.rank_chunks: similarity_floor must be in [0, 1), got %s',
+                                               similarity_floor);
     end if;
-    if (cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}')) and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}'))) is not true then
-        raise exception using errcode = '22023', message = 'sag.rank_chunks: key_ids, key_weights and key_steps must have the same length';
+    if (cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}'))
+        and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}'))) is not true then
+        raise exception using errcode = '22023',
+                              message = 'sag.rank_chunks: key_ids, key_weights and key_steps must have the same length';
     end if;
     if (not exists (select 1 from unnest(key_steps) st where st is null or st < 1)) is not true then
         raise exception using errcode = '22023', message = 'sag.rank_chunks: key_steps must be >= 1';
     end if;
     if (vector_limit >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.rank_chunks: vector_limit must be >= 0, got %s', vector_limit);
+        raise exception using errcode = '22023',
+                              message = format('sag.rank_chunks: vector_limit must be >= 0, got %s', vector_limit);
     end if;
     if (text_limit >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.rank_chunks: text_limit must be >= 0, got %s', text_limit);
+        raise exception using errcode = '22023',
+                              message = format('sag.rank_chunks: text_limit must be >= 0, got %s', text_limit);
     end if;
     if (key_chunk_limit >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.rank_chunks: key_chunk_limit must be >= 0, got %s', key_chunk_limit);
+        raise exception using errcode = '22023',
+                              message = format('sag.rank_chunks: key_chunk_limit must be >= 0, got %s',
+                                               key_chunk_limit);
     end if;
     if (text_weight >= 0 and text_weight <= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.rank_chunks: text_weight must be in [0, 1], got %s', text_weight);
+        raise exception using errcode = '22023',
+                              message = format('sag.rank_chunks: text_weight must be in [0, 1], got %s', text_weight);
     end if;
-    if (chunk_ids is null or (cardinality(chunk_ids) = cardinality(coalesce(chunk_similarities, '{}')) and cardinality(chunk_ids) = cardinality(coalesce(chunk_text_scores, '{}')) and (chunk_via_vector is null or cardinality(chunk_ids) = cardinality(chunk_via_vector)))) is not true then
-        raise exception using errcode = '22023', message = 'sag.rank_chunks: chunk_ids, chunk_similarities, chunk_text_scores (and chunk_via_vector) '
+    if (chunk_ids is null
+        or (cardinality(chunk_ids) = cardinality(coalesce(chunk_similarities, '{}')) and cardinality(chunk_ids) = cardinality(coalesce(chunk_text_scores, '{}')) and (chunk_via_vector is null or cardinality(chunk_ids) = cardinality(chunk_via_vector)))) is not true then
+        raise exception using errcode = '22023',
+                              message = 'sag.rank_chunks: chunk_ids, chunk_similarities, chunk_text_scores (and chunk_via_vector) '
                                                       'must have the same length';
     end if;
     return query

@@ -175,7 +175,8 @@ declare
     accepted_last integer;
 begin
     if (max_words >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.named_keys: max_words must be >= 1, got %s', max_words);
+        raise exception using errcode = '22023',
+                              message = format('sag.named_keys: max_words must be >= 1, got %s', max_words);
     end if;
     for span in
         with words as (

@@ -95,10 +95,13 @@ begin
                               hint = 'List sources with: select id, name from sag.sources;';
     end if;
     if (named_key_floor >= 0 and named_key_floor <= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.retrieve: named_key_floor must be in [0, 1], got %s', named_key_floor);
+        raise exception using errcode = '22023',
+                              message = format('sag.retrieve: named_key_floor must be in [0, 1], got %s',
+                                               named_key_floor);
     end if;
     if (cardinality(coalesce(seed_key_ids, '{}')) = cardinality(coalesce(seed_weights, '{}'))) is not true then
-        raise exception using errcode = '22023', message = 'sag.retrieve: seed_key_ids and seed_weights must have the same length';
+        raise exception using errcode = '22023',
+                              message = 'sag.retrieve: seed_key_ids and seed_weights must have the same length';
     end if;
 
     t := clock_timestamp();

@@ -86,7 +86,9 @@ begin
         raise exception using errcode = '22023', message = 'sag.cluster_key_pairs: use_idf must not be NULL';
     end if;
     if (max_key_events >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.cluster_key_pairs: max_key_events must be >= 1, got %s', max_key_events);
+        raise exception using errcode = '22023',
+                              message = format('sag.cluster_key_pairs: max_key_events must be >= 1, got %s',
+                                               max_key_events);
     end if;
     select count(*) into n from sag.events e where e.id = any (event_ids);
     return query
@@ -134,7 +136,8 @@ begin
         raise exception using errcode = '22023', message = 'sag.cluster_key_cap: event_ids must not be NULL';
     end if;
     if (max_pairs >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.cluster_key_cap: max_pairs must be >= 0, got %s', max_pairs);
+        raise exception using errcode = '22023',
+                              message = format('sag.cluster_key_cap: max_pairs must be >= 0, got %s', max_pairs);
     end if;
     if (use_idf is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.cluster_key_cap: use_idf must not be NULL';
@@ -183,10 +186,13 @@ begin
         raise exception using errcode = '22023', message = 'sag.cluster_semantic_pairs: event_ids must not be NULL';
     end if;
     if (k >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.cluster_semantic_pairs: k must be >= 1, got %s', k);
+        raise exception using errcode = '22023',
+                              message = format('sag.cluster_semantic_pairs: k must be >= 1, got %s', k);
     end if;
     if (exact_max >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.cluster_semantic_pairs: exact_max must be >= 0, got %s', exact_max);
+        raise exception using errcode = '22023',
+                              message = format('sag.cluster_semantic_pairs: exact_max must be >= 0, got %s',
+                                               exact_max);
     end if;
     select count(*), array_agg(distinct e.source_id) into n, sids
       from sag.events e where e.id = any (event_ids) and e.embedding is not null;

@@ -78,10 +78,13 @@ declare
     m_key bigint[];
 begin
     if (top_k >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.dataflow_match: top_k must be >= 1, got %s', top_k);
+        raise exception using errcode = '22023',
+                              message = format('sag.dataflow_match: top_k must be >= 1, got %s', top_k);
     end if;
     if (ratio_share between 0 and 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.dataflow_match: ratio_share must be in [0, 1], got %s', ratio_share);
+        raise exception using errcode = '22023',
+                              message = format('sag.dataflow_match: ratio_share must be in [0, 1], got %s',
+                                               ratio_share);
     end if;
     select array_agg(x.event_id order by x.types desc, x.keys desc, x.event_id) into cand
       from (select ek.event_id, count(distinct k0.type) as types, sum(sag_internal._dataflow_specificity(k.event_count, corpus_events)) as keys

@@ -51,16 +51,20 @@ declare
     n_score float8[];
 begin
     if (depth >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.dataflow_propagate: depth must be >= 0, got %s', depth);
+        raise exception using errcode = '22023',
+                              message = format('sag.dataflow_propagate: depth must be >= 0, got %s', depth);
     end if;
     if (breadth >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.dataflow_propagate: breadth must be >= 1, got %s', breadth);
+        raise exception using errcode = '22023',
+                              message = format('sag.dataflow_propagate: breadth must be >= 1, got %s', breadth);
     end if;
     if (decay > 0 and decay <= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.dataflow_propagate: decay must be in (0, 1], got %s', decay);
+        raise exception using errcode = '22023',
+                              message = format('sag.dataflow_propagate: decay must be in (0, 1], got %s', decay);
     end if;
     if (cardinality(coalesce(seed_event_ids, '{}')) = cardinality(coalesce(seed_activations, '{}'))) is not true then
-        raise exception using errcode = '22023', message = 'sag.dataflow_propagate: seed_event_ids and seed_activations must have the same length';
+        raise exception using errcode = '22023',
+                              message = 'sag.dataflow_propagate: seed_event_ids and seed_activations must have the same length';
     end if;
     -- Hop 0: the seeds (a repeated id keeps its largest activation).
     select array_agg(s.id order by s.act desc, s.id), array_agg(s.act order by s.act desc, s.id)

@@ -149,19 +149,26 @@ begin
         raise exception using errcode = '22023', message = 'sag.dataflow_search: query_embedding must not be NULL';
     end if;
     if (top_n >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.dataflow_search: top_n must be >= 1, got %s', top_n);
+        raise exception using errcode = '22023',
+                              message = format('sag.dataflow_search: top_n must be >= 1, got %s', top_n);
     end if;
     if (cardinality(score_weights) = 4) is not true then
-        raise exception using errcode = '22023', message = 'sag.dataflow_search: score_weights must hold 4 weights (relevance, vector, time, preference)';
+        raise exception using errcode = '22023',
+                              message = 'sag.dataflow_search: score_weights must hold 4 weights (relevance, vector, time, preference)';
     end if;
     if (max_gap >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.dataflow_search: max_gap must be >= 0, got %s', max_gap);
+        raise exception using errcode = '22023',
+                              message = format('sag.dataflow_search: max_gap must be >= 0, got %s', max_gap);
     end if;
     if (text_weight >= 0 and text_weight < 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.dataflow_search: text_weight must be in [0, 1), got %s', text_weight);
+        raise exception using errcode = '22023',
+                              message = format('sag.dataflow_search: text_weight must be in [0, 1), got %s',
+                                               text_weight);
     end if;
     if (time_basis in ('event', 'ingest')) is not true then
-        raise exception using errcode = '22023', message = format('sag.dataflow_search: time_basis must be event or ingest, got %s', time_basis);
+        raise exception using errcode = '22023',
+                              message = format('sag.dataflow_search: time_basis must be event or ingest, got %s',
+                                               time_basis);
     end if;
     list_limit := coalesce(list_limit, 4 * top_n);       -- seed: sql_search/vector_search top_k * 2, top_k = 2 top_n
     initial_limit := coalesce(initial_limit, 2 * top_n); -- seed: hybrid_search(top_k = config.top_k * 2)

@@ -154,16 +154,19 @@ begin
             message = format('sag.add_relation: no entity with id %s', case when head_source is null then head_key_id else tail_key_id end);
     end if;
     if (head_source = tail_source) is not true then
-        raise exception using errcode = '22023', message = 'sag.add_relation: both entities must belong to one source';
+        raise exception using errcode = '22023',
+                              message = 'sag.add_relation: both entities must belong to one source';
     end if;
     if (kind is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.add_relation: the relation type is empty';
     end if;
     if (head_key_id <> tail_key_id) is not true then
-        raise exception using errcode = '22023', message = 'sag.add_relation: a relation joins two different entities';
+        raise exception using errcode = '22023',
+                              message = 'sag.add_relation: a relation joins two different entities';
     end if;
     if (weight between 0 and 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.add_relation: weight must be in [0, 1], got %s', weight);
+        raise exception using errcode = '22023',
+                              message = format('sag.add_relation: weight must be in [0, 1], got %s', weight);
     end if;
     insert into sag.relations as r (source_id, head_key_id, relation_type, tail_key_id, weight, origin, event_id)
     values (head_source, head_key_id, kind, tail_key_id, weight, origin, event_id)

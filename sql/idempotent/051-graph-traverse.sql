@@ -36,10 +36,13 @@ declare
     types text[] := (select array_agg(sag_internal._relation_type(t)) from unnest(relation_types) t);
 begin
     if (depth between 1 and 6) is not true then
-        raise exception using errcode = '22023', message = format('sag.get_related: depth must be between 1 and 6, got %s', depth);
+        raise exception using errcode = '22023',
+                              message = format('sag.get_related: depth must be between 1 and 6, got %s', depth);
     end if;
     if (direction in ('out', 'in', 'both')) is not true then
-        raise exception using errcode = '22023', message = format('sag.get_related: direction must be out, in or both, got %L', direction);
+        raise exception using errcode = '22023',
+                              message = format('sag.get_related: direction must be out, in or both, got %L',
+                                               direction);
     end if;
     if not exists (select 1 from sag.keys k where k.id = get_related.key_id) then
         raise exception using errcode = 'P0002', message = format('sag.get_related: no entity with id %s', key_id);

@@ -66,10 +66,12 @@ begin
         raise exception using errcode = 'P0002', message = format('sag.set_entity_tags: no entity with id %s', key_id);
     end if;
     if (max_tags >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.set_entity_tags: max_tags must be >= 1, got %s', max_tags);
+        raise exception using errcode = '22023',
+                              message = format('sag.set_entity_tags: max_tags must be >= 1, got %s', max_tags);
     end if;
     if (relevances is null or cardinality(relevances) = cardinality(tags)) is not true then
-        raise exception using errcode = '22023', message = 'sag.set_entity_tags: tags and relevances must have the same length';
+        raise exception using errcode = '22023',
+                              message = 'sag.set_entity_tags: tags and relevances must have the same length';
     end if;
     select coalesce(array_agg(b.name order by b.relevance desc, b.n), '{}'),
            coalesce(array_agg(b.relevance order by b.relevance desc, b.n), '{}')

@@ -92,7 +92,8 @@ begin
         when 'reference_count' then return reference;
         when 'hybrid' then
             if (cardinality(weights) = 4) is not true then
-                raise exception using errcode = '22023', message = 'sag.memory_score: hybrid needs 4 weights (overlap, graph, temporal, reference)';
+                raise exception using errcode = '22023',
+                                      message = 'sag.memory_score: hybrid needs 4 weights (overlap, graph, temporal, reference)';
             end if;
             return weights[1] * overlap + weights[2] * graph + weights[3] * temporal + weights[4] * reference;
         else

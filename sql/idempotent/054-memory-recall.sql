@@ -72,7 +72,9 @@ declare
     found_rows jsonb;
 begin
     if (channels in ('hybrid', 'knowledge', 'graph')) is not true then
-        raise exception using errcode = '22023', message = format('sag.recall: channels must be hybrid, knowledge or graph, got %L', channels);
+        raise exception using errcode = '22023',
+                              message = format('sag.recall: channels must be hybrid, knowledge or graph, got %L',
+                                               channels);
     end if;
     perform sag.memory_score(strategy, 0, 0, 0, 0, weights);  -- validates strategy and weights up front
     if (top_n >= 1) is not true then

@@ -75,7 +75,9 @@ set search_path = pg_catalog, sag, public, pg_temp
 as $$
 begin
     if (policy in ('none', 'ttl', 'capacity', 'recall_based', 'hybrid')) is not true then
-        raise exception using errcode = '22023', message = format('unknown eviction policy %L: use none, ttl, capacity, recall_based or hybrid', policy);
+        raise exception using errcode = '22023',
+                              message = format('unknown eviction policy %L: use none, ttl, capacity, recall_based or hybrid',
+                                               policy);
     end if;
     if (policy not in ('ttl') or ttl is not null) is not true then
         raise exception using errcode = '22023', message = 'the ttl policy needs a ttl';

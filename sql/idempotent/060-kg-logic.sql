@@ -151,7 +151,8 @@ declare
         array(select distinct r from unnest(relations) r where r is not null and r <> ''), whitelist);
 begin
     if (top_k >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.kg_choose_relations: top_k must be >= 1, got %s', top_k);
+        raise exception using errcode = '22023',
+                              message = format('sag.kg_choose_relations: top_k must be >= 1, got %s', top_k);
     end if;
     candidates := array(
         select r from (select unnest(candidates) union select unnest(coalesce(extra_relations, '{}'))) c(r)
@@ -210,7 +211,9 @@ declare
     mapped jsonb;
 begin
     if (limit_per_relation >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.kg_triples: limit_per_relation must be >= 1, got %s', limit_per_relation);
+        raise exception using errcode = '22023',
+                              message = format('sag.kg_triples: limit_per_relation must be >= 1, got %s',
+                                               limit_per_relation);
     end if;
     hop1 := coalesce(hop1, '[]');
     hop2 := coalesce(hop2, '[]');

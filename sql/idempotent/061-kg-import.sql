@@ -31,7 +31,9 @@ declare
     new_relations bigint;
 begin
     if (relation_weight between 0 and 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.kg_load_batch: relation_weight must be in [0, 1], got %s', relation_weight);
+        raise exception using errcode = '22023',
+                              message = format('sag.kg_load_batch: relation_weight must be in [0, 1], got %s',
+                                               relation_weight);
     end if;
     select count(*) into triples from sag.kg_import_rows r where r.batch = batch_id;
     -- Fresh statistics for the joins below: a batch is COPYed just before (the planner would take 50,000 rows

@@ -96,7 +96,8 @@ declare
     found text[];
 begin
     if (max_relations >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.kg_relations: max_relations must be >= 1, got %s', max_relations);
+        raise exception using errcode = '22023',
+                              message = format('sag.kg_relations: max_relations must be >= 1, got %s', max_relations);
     end if;
     e := sag_internal._kg_require_entity(entity, source);
     found := array(
@@ -135,7 +136,9 @@ declare
     hop2 jsonb;
 begin
     if (limit_per_relation >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.kg_triples: limit_per_relation must be >= 1, got %s', limit_per_relation);
+        raise exception using errcode = '22023',
+                              message = format('sag.kg_triples: limit_per_relation must be >= 1, got %s',
+                                               limit_per_relation);
     end if;
     e := sag_internal._kg_require_entity(entity, source);
     select k.name into entity_id from sag.keys k where k.id = e.node;

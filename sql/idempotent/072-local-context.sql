@@ -53,19 +53,26 @@ declare
     tables text[];
 begin
     if (top_k_entities >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.local_context: top_k_entities must be >= 1, got %s', top_k_entities);
+        raise exception using errcode = '22023',
+                              message = format('sag.local_context: top_k_entities must be >= 1, got %s',
+                                               top_k_entities);
     end if;
     if (oversample >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.local_context: oversample must be >= 1, got %s', oversample);
+        raise exception using errcode = '22023',
+                              message = format('sag.local_context: oversample must be >= 1, got %s', oversample);
     end if;
     if (top_k_relationships >= 0) is not true then
-        raise exception using errcode = '22023', message = format('sag.local_context: top_k_relationships must be >= 0, got %s', top_k_relationships);
+        raise exception using errcode = '22023',
+                              message = format('sag.local_context: top_k_relationships must be >= 0, got %s',
+                                               top_k_relationships);
     end if;
     if (max_tokens >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.local_context: max_tokens must be >= 1, got %s', max_tokens);
+        raise exception using errcode = '22023',
+                              message = format('sag.local_context: max_tokens must be >= 1, got %s', max_tokens);
     end if;
     if (text_unit_prop >= 0 and community_prop >= 0 and text_unit_prop + community_prop <= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.local_context: text_unit_prop (%s) and community_prop (%s) must be >= 0 and '
+        raise exception using errcode = '22023',
+                              message = format('sag.local_context: text_unit_prop (%s) and community_prop (%s) must be >= 0 and '
                                                       'add up to at most 1', text_unit_prop, community_prop);
     end if;
     query_embedding := sag_internal._psql_query_embedding(query, query_embedding, 'sag.local_context',

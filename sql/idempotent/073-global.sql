@@ -25,11 +25,13 @@ declare
     b integer := 0;
 begin
     if (max_tokens >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.report_batches: max_tokens must be >= 1, got %s', max_tokens);
+        raise exception using errcode = '22023',
+                              message = format('sag.report_batches: max_tokens must be >= 1, got %s', max_tokens);
     end if;
     room := max_tokens - sag.estimate_tokens(header);
     if (room >= 2) is not true then
-        raise exception using errcode = '22023', message = format('sag.report_batches: max_tokens %s leaves no room under the table header',
+        raise exception using errcode = '22023',
+                              message = format('sag.report_batches: max_tokens %s leaves no room under the table header',
                                                       max_tokens);
     end if;
     used := 0;
