@@ -1,4 +1,5 @@
--- Retrieval stages 1 and 2 (sag-algorithm §2.2, §2.3): from the query to the weighted key set key-final.
+-- Retrieval stage 1 (sag-algorithm §2.2): from the query to the weighted key set of step 1 (stage 2, the
+-- multi-hop loop, is in 030-retrieval-multihop.sql).  The conventions below hold for both.
 -- Re-applied on every upgrade.  docs/retrieval.md gives the formulas as implemented and the choices made.
 --
 -- Conventions shared by every retrieval function:
@@ -42,12 +43,6 @@ drop function if exists sag.match_keys(vector, bigint[], integer, float8, float8
 drop function if exists sag_internal._nearest_events(vector, bigint[], integer);
 drop function if exists sag_internal._nearest_chunks(vector, bigint[], integer);
 drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer);
-drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
-                                        integer, integer);
-drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
-                                        integer, integer, bigint[]);
-drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
-                                        integer, integer, bigint[], bigint[], float8);
 drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[]);
 drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
@@ -58,12 +53,8 @@ drop function if exists sag_internal._activate(bigint[], float8[], bigint[], flo
 drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[],
                                           float8);
-drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
-                                        integer, integer, bigint[], bigint[], float8, bigint, float8);
 drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[]);
-drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
-                                        integer, integer, bigint[], bigint[], float8, bigint);
 
 -- Nearest neighbours by the HNSW indexes: the `lim` rows nearest to `query_embedding` (cosine distance), in
 -- the index's order (relaxed: nearly sorted), NaN distances (zero vectors) left out.  Callers sort.
@@ -516,168 +507,3 @@ comment on function sag.activate_keys(vector, bigint[], float8[], bigint[], inte
     'cosine is taken above similarity_floor (the embedder''s chance level, sag.similarity_floors): '
     'greatest(0, (cosine - floor) / (1 - floor)); 0 = the plain cosine.  soft_hubs: a hub can be activated '
     '(never expanded), its W times (max_key_events / event_count)^2.';
-
-create or replace function sag.expand_keys(
-    query_embedding vector,
-    key_ids bigint[],
-    key_weights float8[],
-    key_steps integer[],
-    source_ids bigint[] default null,
-    max_step integer default 3,
-    threshold float8 default 0.1,
-    top_n integer default 20,
-    min_new_keys integer default 1,
-    max_key_events integer default 20,
-    event_filter bigint[] default null,
-    floor_key_ids bigint[] default null,
-    floor_share float8 default 0,
-    corpus_events bigint default null,
-    similarity_floor float8 default 0,
-    soft_hubs boolean default false)
-returns table (key_id bigint, weight float8, step integer)
-language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
-set plan_cache_mode = force_generic_plan
-as $$
-declare
-    acc_ids bigint[];      -- accumulated key-final: first step, largest weight
-    acc_w float8[];
-    acc_steps integer[];
-    f_ids bigint[];        -- the previous hop's pruned key set F
-    f_w float8[];
-    ev_ids bigint[];
-    ev_w float8[];
-    new_keys integer;
-    hop integer;
-begin
-    if (query_embedding is not null) is not true then
-        raise exception using errcode = '22023', message = 'sag.expand_keys: query_embedding must not be NULL';
-    end if;
-    if (similarity_floor >= 0 and similarity_floor < 1) is not true then
-        raise exception using errcode = '22023',
-                              message = format('sag.expand_keys: similarity_floor must be in [0, 1), got %s',
-                                               similarity_floor);
-    end if;
-    if (cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_weights, '{}'))
-        and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}'))) is not true then
-        raise exception using errcode = '22023',
-                              message = 'sag.expand_keys: key_ids, key_weights and key_steps must have the same length';
-    end if;
-    if (max_step >= 1) is not true then
-        raise exception using errcode = '22023',
-                              message = format('sag.expand_keys: max_step must be >= 1, got %s', max_step);
-    end if;
-    if (threshold >= 0 and threshold <= 1) is not true then
-        raise exception using errcode = '22023',
-                              message = format('sag.expand_keys: threshold must be in [0, 1] (relative to the strongest key), got %s',
-                                                      threshold);
-    end if;
-    if (top_n >= 1) is not true then
-        raise exception using errcode = '22023',
-                              message = format('sag.expand_keys: top_n must be >= 1, got %s', top_n);
-    end if;
-    if (min_new_keys >= 0) is not true then
-        raise exception using errcode = '22023',
-                              message = format('sag.expand_keys: min_new_keys must be >= 0, got %s', min_new_keys);
-    end if;
-    if (max_key_events >= 1) is not true then
-        raise exception using errcode = '22023',
-                              message = format('sag.expand_keys: max_key_events must be >= 1, got %s',
-                                               max_key_events);
-    end if;
-    if (not exists (select 1 from unnest(key_steps) s where s is null or s < 1)) is not true then
-        raise exception using errcode = '22023', message = 'sag.expand_keys: key_steps must be >= 1';
-    end if;
-    if (floor_share >= 0 and floor_share <= 1) is not true then
-        raise exception using errcode = '22023',
-                              message = format('sag.expand_keys: floor_share must be in [0, 1], got %s', floor_share);
-    end if;
-
-    -- The input keys (in the sources), duplicates merged.
-    select array_agg(x.key_id order by x.key_id), array_agg(x.w order by x.key_id), array_agg(x.step order by x.key_id)
-      into acc_ids, acc_w, acc_steps
-      from (select u.key_id, max(u.w) as w, min(u.step) as step
-              from unnest(key_ids, key_weights, key_steps) as u(key_id, w, step)
-              join sag.keys k on k.id = u.key_id
-             where source_ids is null or k.source_id = any (source_ids)
-             group by u.key_id) x;
-    f_ids := acc_ids;
-    f_w := acc_w;
-    hop := coalesce((select max(s) from unnest(acc_steps) s), 1);
-
-    while f_ids is not null and hop < max_step loop
-        hop := hop + 1;
-        -- Events of F (hubs not expanded; only allowed events), each weighted W_e-jump = W_event-key-2 *
-        -- cosine with the ORIGINAL query, computed exactly (no index): W_event-key-2(e) = sum of W(k) over k in
-        -- F and e.
-        select array_agg(x.event_id), array_agg(x.w) into ev_ids, ev_w
-          from (select ev.event_id,
-                       ev.w_ek * greatest(0, (1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as w
-                  from (select ek.event_id, sum(f.w) as w_ek
-                          from unnest(f_ids, f_w) as f(key_id, w)
-                          join sag.keys k on k.id = f.key_id
-                          join sag.event_keys ek on ek.key_id = f.key_id
-                         where k.event_count <= max_key_events and f.w > 0
-                         group by ek.event_id) ev
-                  join sag.events e on e.id = ev.event_id
-                 where (source_ids is null or e.source_id = any (source_ids))
-                   and (event_filter is null or e.id in (select unnest(event_filter)))) x;
-
-        -- Reverse activation over all keys of those events, pruned and L1-normalized: F'.
-        select array_agg(a.key_id order by a.weight desc, a.key_id), array_agg(a.weight order by a.weight desc, a.key_id)
-          into f_ids, f_w
-          from sag_internal._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events, soft_hubs) a;
-        exit when f_ids is null;
-
-        select count(*) into new_keys from unnest(f_ids) k where k <> all (acc_ids);
-        -- Merge: a key keeps its first step and its largest weight.
-        select array_agg(m.key_id order by m.key_id), array_agg(m.w order by m.key_id),
-               array_agg(m.step order by m.key_id)
-          into acc_ids, acc_w, acc_steps
-          from (select u.key_id, max(u.w) as w, min(u.step) as step
-                  from (select * from unnest(acc_ids, acc_w, acc_steps) as a(key_id, w, step)
-                        union all
-                        select f.key_id, f.w, hop from unnest(f_ids, f_w) as f(key_id, w)) u
-                 group by u.key_id) m;
-        exit when new_keys < min_new_keys;
-    end loop;
-
-    -- The floor: a key the question names keeps at least floor_share * the strongest weight (activation
-    -- sums over events, so an entity with few events would otherwise weigh little beside the one the best
-    -- passage is about: "Pterocarya or Cotula?").  A named key that activation pruned away comes back at
-    -- the floor, as a step-1 key ("Are Watertown International Airport and Alexandria International Airport
-    -- in the same state?": the passages about Alexandria outweighed every Watertown event, and the
-    -- Watertown page fell to rank 8); a named hub does not (it would lift every passage it is in).
-    -- Ordered by the weight before the floor.
-    return query
-    with acc as (select * from unnest(acc_ids, acc_w, acc_steps) as a(key_id, w, step)),
-    top as (select max(a.w) as w from acc a)
-    select x.key_id, x.weight, x.step
-      from (select a.key_id,
-                   case when floor_share > 0 and a.key_id = any (floor_key_ids)
-                        then greatest(a.w, floor_share * t.w) else a.w end as weight,
-                   a.step, a.w as before
-              from acc a cross join top t
-            union all
-            select k.id, floor_share * t.w, 1, 0
-              from sag.keys k cross join top t
-             where floor_share > 0 and t.w > 0
-               and k.id = any (floor_key_ids) and k.id <> all (coalesce(acc_ids, '{}'))
-               and (max_key_events is null or k.event_count <= max_key_events)
-               and (source_ids is null or k.source_id = any (source_ids))) x
-     order by x.before desc, x.step, x.key_id;
-end;
-$$;
-comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer,
-                                    integer, bigint[], bigint[], float8, bigint, float8, boolean) is
-    'Stage 2, the multi-hop loop (sag-algorithm §2.3).  From the previous hop''s key set F (first: the input '
-    'keys): events of F (SQL join; hubs with more than max_key_events events not expanded; only event_filter '
-    'events when given); their exact cosine with the original query; W_event-key-2(e) = sum of W(k) over k in F '
-    'and e; W_e-jump = W_event-key-2 * cosine; W(k) = sum of W_e-jump over those events containing k, for all '
-    'their keys; kept if >= threshold * max, top_n, L1-normalized -> F''.  New keys get step = the hop number '
-    '(the input keys'' largest step + 1, +2, ...).  Stops after hop max_step or when fewer than min_new_keys new '
-    'keys arrived.  Returns the accumulated key-final, input keys included: each key with its first step and its '
-    'largest weight, ordered by weight; a key of floor_key_ids weighs at least floor_share * the largest weight '
-    '(the keys named in the question, sag.named_keys), and one that activation pruned away (not a hub) is added '
-    'at that weight with step 1.  The cosine is taken above similarity_floor as in '
-    'sag.activate_keys; soft_hubs as there.';
