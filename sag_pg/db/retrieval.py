@@ -6,6 +6,8 @@ Query vectors go in binary (pgvector's numpy dumper): formatting 512 floats as t
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +72,16 @@ class Candidates:
     timings_ms: dict[str, float]
 
 
+@functools.lru_cache(maxsize=16)
+def _retrieve_call(names: tuple[str, ...]) -> str:
+    """``select sag.retrieve(name => %(name)s, ...)`` for these argument names, composed once: composing it
+    on every search cost ~0.3 ms."""
+    return sql.SQL("select sag.retrieve({})").format(sql.SQL(", ").join(
+        sql.SQL("{} => {}").format(sql.Identifier(name), sql.Placeholder(name, PyFormat.BINARY)
+                                   if name == "query_embedding" else sql.Placeholder(name))
+        for name in names)).as_string()
+
+
 def retrieve(conn: psycopg.Connection, query: str, query_embedding: npt.NDArray[np.float32], *,
              source_ids: Sequence[int] | None, params: Mapping[str, Any],
              query_tokens: Sequence[str] | None = None, seeds: Sequence[tuple[int, float]] | None = None,
@@ -84,11 +96,7 @@ def retrieve(conn: psycopg.Connection, query: str, query_embedding: npt.NDArray[
         "seed_weights": [float(w) for _, w in seeds] if seeds is not None else None,
         "event_filter": event_filter, "chunk_filter": chunk_filter, "with_edges": with_edges, **params,
     }
-    call = sql.SQL("select sag.retrieve({})").format(sql.SQL(", ").join(
-        sql.SQL("{} => {}").format(sql.Identifier(name), sql.Placeholder(name, PyFormat.BINARY)
-                                   if name == "query_embedding" else sql.Placeholder(name))
-        for name in args))
-    row = conn.execute(call, args).fetchone()
+    row = conn.execute(_retrieve_call(tuple(args)), args).fetchone()
     assert row is not None
     data = row[0]
     return Candidates(terms=data["terms"], named_keys=data["named_keys"], keys=data["keys"],

@@ -16,6 +16,9 @@ drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], inte
                                         integer, float8);
 drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
                                         integer, float8, bigint[], float8[], float8[], boolean[], bigint[]);
+drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
+                                        integer, float8, bigint[], float8[], float8[], boolean[], bigint[], float8,
+                                        float8);
 
 -- The query's lexemes as sag.chunks.tsv stores them (same 'simple' configuration over space-joined tokens),
 -- each with its count in the query: a repeated query token counts repeatedly, as in bm25s and Lucene.
@@ -347,7 +350,8 @@ create or replace function sag.rank_chunks(
     chunk_via_vector boolean[] default null,
     chunk_filter bigint[] default null,
     key_weight float8 default 1,
-    similarity_floor float8 default 0)
+    similarity_floor float8 default 0,
+    lexical_redundancy float8 default 1)
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, key_score float8,
                weight_init float8, via_keys boolean, via_vector boolean, via_text boolean)
 language plpgsql stable
@@ -367,6 +371,11 @@ begin
         and cardinality(coalesce(key_ids, '{}')) = cardinality(coalesce(key_steps, '{}'))) is not true then
         raise exception using errcode = '22023',
                               message = 'sag.rank_chunks: key_ids, key_weights and key_steps must have the same length';
+    end if;
+    if (lexical_redundancy >= 0 and lexical_redundancy <= 1) is not true then
+        raise exception using errcode = '22023',
+                              message = format('sag.rank_chunks: lexical_redundancy must be in [0, 1], got %s',
+                                               lexical_redundancy);
     end if;
     if (not exists (select 1 from unnest(key_steps) st where st is null or st < 1)) is not true then
         raise exception using errcode = '22023', message = 'sag.rank_chunks: key_steps must be >= 1';
@@ -457,19 +466,31 @@ begin
          where (source_ids is null or ch.source_id = any (source_ids))
            and (chunk_filter is null or ch.id in (select unnest(chunk_filter)))
     )
+    -- In s the cosine stands beside text_score, which is relative to the best BM25 chunk (1 for it).  A cosine
+    -- that is a witness of its own (a semantic embedder, lexical redundancy 0) goes on the same scale:
+    -- relative to the best cosine among the candidates.  One that only repeats the words (the hash embedder,
+    -- redundancy 1) stays as it is, below BM25's scale.  In between, the mix of the two.
     select x.chunk_id, x.similarity, x.text_score, x.s, x.key_score,
            0.5 * x.s + key_weight * ln(1 + x.key_score) as weight_init,
            x.via_keys, x.via_vector, x.via_text
-      from (select sc.*, (1 - text_weight) * sc.similarity + text_weight * sc.text_score as s from scored sc) x
+      from (select sc.*,
+                   (1 - text_weight)
+                     * (lexical_redundancy * sc.similarity
+                        + (1 - lexical_redundancy) * coalesce(sc.similarity / nullif(max(sc.similarity) over (), 0), 0))
+                   + text_weight * sc.text_score as s
+              from scored sc) x
      order by 6 desc, 1;
 end;
 $$;
 comment on function sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer, integer,
-                                    float8, bigint[], float8[], float8[], boolean[], bigint[], float8, float8) is
+                                    float8, bigint[], float8[], float8[], boolean[], bigint[], float8, float8,
+                                    float8) is
     'Stage 3 (sag-algorithm §2.4): initial chunk weights.  Candidates = chunks of key-final (chunk_keys; at most '
     'key_chunk_limit, highest key_score first) + the query''s chunks (given as chunk_ids/chunk_similarities/'
     'chunk_text_scores/chunk_via_vector from sag.query_chunks, else searched: vector_limit dense, text_limit BM25). '
-    's = (1 - text_weight) * cosine(c, Q) + text_weight * bm25(c) / max bm25 of the BM25 list (0 outside it); '
+    's = (1 - text_weight) * sim + text_weight * bm25(c) / max bm25 of the BM25 list (0 outside it), sim = r * '
+    'cosine(c, Q) + (1 - r) * cosine(c, Q) / the largest cosine of the candidates, r = lexical_redundancy (1 = '
+    'the plain cosine; sag.retrieve passes the embedder''s, sag.calibrate_similarity); '
     'key_score = sum over k in c and key-final of W(k) * ln(1 + count(k, c)) / step(k); weight_init = 0.5 * s + '
     'key_weight * ln(1 + key_score) (sag.retrieve: 1 - the question''s coverage, sag.question_coverage).  Ordered by weight_init (ties by chunk_id); no PageRank here.  chunk_filter (NULL = '
     'none): only those chunks are candidates.  Cosines of the key chunks are taken above similarity_floor as in '

@@ -196,7 +196,7 @@ begin
                            chunk_ids => coalesce(qc_ids, '{}'), chunk_similarities => coalesce(qc_sim, '{}'),
                            chunk_text_scores => coalesce(qc_ts, '{}'), chunk_via_vector => coalesce(qc_vv, '{}'),
                            chunk_filter => chunk_filter, key_weight => key_weight,
-                           similarity_floor => floors.chunk) r;
+                           similarity_floor => floors.chunk, lexical_redundancy => floors.lexical) r;
     timings := timings || jsonb_build_object('rank_chunks', sag_internal._ms_since(t));
 
     if with_edges and kf_ids is not null then

@@ -101,6 +101,41 @@ def test_rank_chunks_text_weight(db_conn: psycopg.Connection, graph: dict[str, i
         (g["c2"], a(0.64), a(1.259844)), (g["c1"], a(0.965031), a(1.009104)), (g["c3"], a(0.2), a(0.342674))]
 
 
+def test_rank_chunks_lexical_redundancy(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    g = graph
+    # Query (1, 0, 1): cosines c1 = 1/sqrt 2 = 0.707107, c2 = 0.8/sqrt 2 = 0.565685, c3 0 (c4 0.424264, not
+    # among the top 2).  Candidates c1, c2, c3 as before; the best cosine among them is c1's 0.707107.
+    # sim = r * cosine + (1 - r) * cosine / 0.707107; s = 0.5 * sim + 0.5 * text_score;
+    # weight_init = 0.5 * s + ln(1 + key_score) (key parts as in the module docstring).
+    def ranked(r: float | None) -> list[tuple[object, ...]]:
+        extra = "" if r is None else ", lexical_redundancy => %(r)s"
+        rows = db_conn.execute(
+            "select chunk_id, similarity, s, weight_init from sag.rank_chunks(%(q)s::vector, %(t)s, %(k)s, %(w)s, "
+            "%(st)s, %(src)s, vector_limit => 2, text_weight => 0.5" + extra + ")",
+            {"q": vec((1, 0, 1)), "t": ["apple"], "k": [g["k1"], g["k2"]], "w": [1.0, 0.5], "st": [1, 2],
+             "src": [g["s1"]], "r": r}).fetchall()
+        return [tuple(row) for row in rows]
+    # r = 1 (the default): the plain cosine.  c1 s = 0.353553 + 0.412577 = 0.766130 -> 0.383065 + 0.526589;
+    # c2 s = 0.282843 -> 0.141421 + 0.939844; c3 s = 0.5 -> 0.25 + 0.242674.
+    expected_plain = [(g["c2"], a(0.565685), a(0.282843), a(1.081265)),
+                      (g["c1"], a(0.707107), a(0.766130), a(0.909654)),
+                      (g["c3"], a(0.0), a(0.5), a(0.492674))]
+    assert ranked(None) == expected_plain
+    assert ranked(1.0) == expected_plain
+    # r = 0: sim c1 1, c2 0.8: the numbers of the module docstring (the similarity column stays the cosine).
+    assert ranked(0.0) == [(g["c2"], a(0.565685), a(0.4), a(1.139844)),
+                           (g["c1"], a(0.707107), a(0.912577), a(0.982877)),
+                           (g["c3"], a(0.0), a(0.5), a(0.492674))]
+    # r = 0.5: sim c1 = 0.353553 + 0.5 = 0.853553, c2 = 0.282843 + 0.4 = 0.682843.
+    #   c1 s = 0.426777 + 0.412577 = 0.839354 -> 0.419677 + 0.526589 = 0.946266
+    #   c2 s = 0.341421 -> 0.170711 + 0.939844 = 1.110555
+    assert ranked(0.5) == [(g["c2"], a(0.565685), a(0.341421), a(1.110555)),
+                           (g["c1"], a(0.707107), a(0.839354), a(0.946266)),
+                           (g["c3"], a(0.0), a(0.5), a(0.492674))]
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="lexical_redundancy must be in"):
+        ranked(1.5)
+
+
 def test_rank_chunks_candidate_limits(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
     g = graph
     # key_chunk_limit 1: only the chunk with the highest key_score (c2) comes through the keys; c1 and c3
