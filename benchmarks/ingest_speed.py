@@ -47,7 +47,7 @@ def one_run(server_dsn: str, corpus: Path) -> dict[str, object]:
         with psycopg.connect(dsn, autocommit=True) as conn:
             functions = conn.execute(
                 "select funcname, calls, total_time, self_time from pg_stat_user_functions "
-                "where schemaname = 'sag' order by total_time desc limit 8").fetchall()
+                "where schemaname in ('sag', 'sag_internal') order by total_time desc limit 10").fetchall()
     return {"load": load, "reingest": reingest, "documents": report.documents, "skipped": again.skipped,
             "failed": report.failed, "timings": report.timings, "functions": functions}
 

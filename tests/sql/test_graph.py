@@ -125,6 +125,22 @@ def test_cooccurrence_relations_follow_documents(db_conn: psycopg.Connection) ->
     assert db_conn.execute("select count(*) from sag.relation_events").fetchone() == (0,)
 
 
+def test_cooccurrence_pairs_entities_only(db_conn: psycopg.Connection) -> None:
+    # An event with two entities (a person, a topic), an action and a time: one relation, P-T; the action and
+    # the time say what happened and when, they are not entities to relate.
+    g = GraphBuilder(db_conn)
+    src = g.source("s")
+    p, t = g.key(src, "P", type="person"), g.key(src, "T", type="topic")
+    a, y = g.key(src, "won", type="action"), g.key(src, "2022", type="time", number=2022)
+    e = g.event(g.chunk(g.document(src, "d"), "P won T in 2022", None), "P won T in 2022", None)
+    g.links(e, p, t, a, y)
+    rows = db_conn.execute(
+        "select h.name, t.name, r.evidence_count from sag.relations r join sag.keys h on h.id = r.head_key_id "
+        "join sag.keys t on t.id = r.tail_key_id where r.origin = 'cooccurrence' order by 1, 2").fetchall()
+    assert rows == [("P", "T", 1)]
+    assert db_conn.execute("select sag.rebuild_cooccurrence()").fetchone() == (1,)
+
+
 def test_pinned_entity_outlives_its_last_event(db_conn: psycopg.Connection) -> None:
     g = GraphBuilder(db_conn)
     src = g.source("s")
