@@ -117,6 +117,34 @@ begin
 end;
 $$;
 
+-- A word of letters and digits as a question's BM25 terms: the word, and when it mixes letters and digits
+-- and the index holds its letter and digit runs written apart ("CVPR 2022" beside "CVPR2022", "MU 5735"),
+-- those runs too (Elasticsearch's word_delimiter with preserve_original, asked of the index: no chunk
+-- writes "C 919", so C919 stays one term).  Words longer than 100 characters are hashes or junk: none.
+create or replace function sag_internal._word_terms(word text, source_ids bigint[] default null)
+returns text[]
+language plpgsql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+declare
+    parts text[];
+begin
+    if char_length(word) > 100 then
+        return '{}';
+    end if;
+    if word !~ '[[:alpha:]]' or word !~ '[[:digit:]]' then
+        return array[word];
+    end if;
+    parts := array(select m[1] from regexp_matches(word, '([[:alpha:]]+|[[:digit:]]+)', 'g') m);
+    if exists (select 1 from sag.chunks c
+                where c.tsv @@ phraseto_tsquery('simple'::regconfig, array_to_string(parts, ' '))
+                  and (source_ids is null or c.source_id = any (source_ids))) then
+        return array[word] || parts;
+    end if;
+    return array[word];
+end;
+$$;
+
 create or replace function sag.query_terms(query text, source_ids bigint[] default null)
 returns text[]
 language plpgsql stable
@@ -130,13 +158,13 @@ declare
 begin
     for run in select m[1] from regexp_matches(lower(normalize(coalesce(query, ''), NFKC)), '([[:alnum:]]+)', 'g') m loop
         if run !~ ('[' || han || ']') then
-            if char_length(run) <= 100 then terms := terms || run; end if;  -- longer: hashes, junk
+            terms := terms || sag_internal._word_terms(run, source_ids);
             continue;
         end if;
         for part in select m[1] as han_run, m[2] as other
                       from regexp_matches(run, '([' || han || ']+)|([^' || han || ']+)', 'g') m loop
             if part.other is not null then
-                if char_length(part.other) <= 100 then terms := terms || part.other; end if;
+                terms := terms || sag_internal._word_terms(part.other, source_ids);
             else
                 terms := terms || sag_internal._segment_han(part.han_run, source_ids);
             end if;

@@ -98,3 +98,25 @@ def test_query_terms_segment_chinese_against_the_index(db_conn: psycopg.Connecti
     # A word the index holds whole stays whole, its parts added.
     assert db_conn.execute("select sag.query_terms('北京大学')").fetchone() == (["北京", "大学", "北京大学"],)
     assert db_conn.execute("select sag.query_terms(null)").fetchone() == ([],)
+
+
+def test_query_terms_split_letters_and_digits_the_index_writes_apart(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("news")
+    doc = g.document(s, "news.md")
+    # One chunk writes "CVPR 2022" apart, another "cvpr2022" whole; C919 is only ever written whole.
+    for tokens in (["cvpr", "2022", "在", "新奥尔良"], ["cvpr2022", "举办"], ["c919", "交付"], ["c", "语言", "919"]):
+        g.chunk(doc, " ".join(tokens), (1, 0, 0), tokens=tokens)
+    db_conn.execute("select sag.flush_term_stats()")
+
+    def terms(question: str) -> list[str]:
+        return db_conn.execute("select sag.query_terms(%s, %s)", [question, [s]]).fetchone()[0]
+
+    # cvpr followed by 2022 is in the index: the runs join the whole word.
+    assert terms("CVPR2022 where") == ["cvpr2022", "cvpr", "2022", "where"]
+    # c and 919 are both in the index, but never one after the other: C919 stays one term.
+    assert terms("C919 delivery") == ["c919", "delivery"]
+    # Inside a Chinese question too (the non-Han part of a mixed run).
+    assert terms("CVPR2022在") == ["cvpr2022", "cvpr", "2022", "在"]
+    # Letters only or digits only: nothing to split.
+    assert terms("cvpr 2022") == ["cvpr", "2022"]
