@@ -32,9 +32,14 @@ def test_dataflow_finds_the_document_and_explains(library: SAG) -> None:
     trail = result.to_dict()["trail"]
     assert trail["hops"][0]["hop"] == 0 and trail["events"]
     best = trail["events"][0]
-    # Each factor is there and the score is their weighted sum with the seed's weights.
-    assert best["score"] == pytest.approx(0.3 * best["relevance"] + 0.3 * best["similarity"]
-                                          + 0.2 * best["time_decay"] + 0.2 * best["preference"])
+    # Each factor is there and the score is their weighted sum with the seed's weights, but for the vector
+    # weight: the hash embedder's cosine is nothing but the words (lexical redundancy 1) and BM25 is fused, so
+    # 0.3 * (1 - 1) = 0.
+    assert trail["lexical_redundancy"] == pytest.approx(1, abs=1e-6)
+    assert trail["score_weights"] == pytest.approx([0.3, 0, 0.2, 0.2], abs=1e-6)
+    assert best["similarity"] > 0
+    assert best["score"] == pytest.approx(0.3 * best["relevance"] + 0.2 * best["time_decay"]
+                                          + 0.2 * best["preference"], abs=1e-6)
     assert all(hit.events for hit in result.chunks)
 
 
@@ -61,6 +66,8 @@ def test_cli_dataflow(db_dsn: str, tmp_path: Path) -> None:
     assert data["trail"]["focus"] == ["Analytical Engine"]
     explained = CliRunner().invoke(cli, ["search", "Charles Babbage", "--strategy", "dataflow", "--explain"], env=env)
     assert explained.exit_code == 0 and "activation per hop" in explained.output, explained.output
+    # The weights used: the hash embedder's cosine is the words (lexical redundancy 1), vector weight 0.
+    assert "w = 0.3 0 0.2 0.2, lexical redundancy 1.00" in " ".join(explained.output.split()), explained.output
     bad = CliRunner().invoke(cli, ["search", "Babbage", "--strategy", "dataflow", "--breadth", "0"], env=env)
     assert bad.exit_code == 2
 

@@ -35,7 +35,13 @@ def print_trail(console: Console, trail: dict[str, Any], *, events: int = 15) ->
         hops.add_row(str(hop["hop"]), str(len(reached)), f"{max(e['activation'] for e in reached):.3f}",
                      ", ".join(map(str, parents[:8])) + (" …" if len(parents) > 8 else ""))
     console.print(hops)
-    scores = Table(title="event scores (relevance·w1 + similarity·w2 + time·w3 + preference·w4)", show_lines=False)
+    # The weights used: the vector weight without the embedder's lexical part (sag.dataflow_score_weights).
+    used = trail.get("score_weights") or []
+    weights = " ".join(f"{w:.3g}" for w in used) if len(used) == 4 else "?"
+    lexical = trail.get("lexical_redundancy")
+    scores = Table(title="event scores (relevance·w1 + similarity·w2 + time·w3 + preference·w4; "
+                         f"w = {weights}, lexical redundancy {'?' if lexical is None else f'{lexical:.2f}'})",
+                   show_lines=False)
     for column in ("event", "hop", "relevance", "similarity", "time", "preference", "score"):
         scores.add_column(column)
     for e in trail.get("events", [])[:events]:

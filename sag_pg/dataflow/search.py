@@ -38,7 +38,9 @@ class DataflowParams:
     ``focus``: preferred topics/tags (None: the sources' config ``focus``); ``score_weights``: relevance, vector,
     time, preference (seed §7.1); ``sql_weight``/``vector_weight``: the RRF weights (seed §8.1); ``max_gap``:
     the widest gap between two recalled chunks of a document that completion fills; ``specificity``: names
-    count by their IDF in the matches (False: the seed's unweighted formulas)."""
+    count by their IDF in the matches (False: the seed's unweighted formulas); ``lexical_discount``: the
+    score's vector weight keeps only what the embedder adds beyond the words when BM25 is fused (scaled by 1 -
+    its lexical redundancy; False: ``score_weights`` as given)."""
 
     depth: int = 3
     breadth: int = 5
@@ -58,6 +60,7 @@ class DataflowParams:
     time_basis: str = "ingest"
     text_seeds: bool = False
     specificity: bool = True
+    lexical_discount: bool = True
 
     def sql_arguments(self) -> dict[str, Any]:
         args = asdict(self)

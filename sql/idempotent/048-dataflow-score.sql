@@ -79,3 +79,29 @@ comment on function sag.dataflow_rrf(bigint[], bigint[], float8, float8, integer
     'Weighted reciprocal rank fusion (seed §8.1) of two ranked id lists: score = first_weight / (k + rank in the '
     'first) + second_weight / (k + rank in the second), a list not holding the id adding 0; best first.  '
     'Example: select * from sag.dataflow_rrf(array[1, 2], array[2, 3]);';
+
+-- The score weights with the vector factor's lexical part taken out (not in the seed; docs/retrieval.md,
+-- DataFlow): w2' = w2 · (1 - r), r = the embedder's lexical redundancy (sag.similarity_floors: how much of its
+-- cosine a bag of words already says; 1 for the hash embedder, 0.12-0.27 for MiniLM and E5).  When BM25's
+-- chunks are fused into the chunk ranking (text_weight > 0) that part of the cosine repeats the words BM25
+-- already ranks by: counted twice it only dilutes the entity evidence (HotpotQA, hash embedder: R@5 75.0 with
+-- the seed's 0.3, 78.0 with 0).  Without BM25 (text_weight 0, the seed's ranking) the cosine is the only
+-- lexical evidence and keeps its weight (HotpotQA 72.0 with it, 69.5 without).  r unknown (NULL) counts as
+-- 1, as sag.similarity_floors has it without a calibration; r is clamped to [0, 1].
+create or replace function sag.dataflow_score_weights(score_weights float8[], lexical_redundancy float8,
+                                                      text_weight float8 default 0.5)
+returns float8[]
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when coalesce(text_weight, 0) > 0
+                then array[score_weights[1],
+                           score_weights[2] * (1 - greatest(0, least(1, coalesce(lexical_redundancy, 1)))),
+                           score_weights[3], score_weights[4]]
+                else score_weights end
+$$;
+comment on function sag.dataflow_score_weights(float8[], float8, float8) is
+    'DataFlow''s score weights (relevance, vector, time, preference) with the vector weight scaled by 1 - the '
+    'embedder''s lexical redundancy (sag.similarity_floors lexical; NULL counts as 1) when BM25 is fused into the '
+    'chunk ranking (text_weight > 0); unchanged otherwise.  Example: select '
+    'sag.dataflow_score_weights(''{0.3,0.3,0.2,0.2}'', 0.2);  -- {0.3,0.24,0.2,0.2}';

@@ -75,14 +75,20 @@ comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bi
 --      relevance; 0 without a shared type);
 --   4. propagation: sag.dataflow_propagate from them (depth, breadth, threshold, decay);
 --   5. score of every reached event: sag.dataflow_score(activation, similarity to the query, time decay of
---      event_time else created_at, preference for focus) with score_weights;
+--      event_time else created_at, preference for focus) with score_weights, whose vector weight, with
+--      lexical_discount, keeps only what the cosine adds beyond the words (sag.dataflow_score_weights);
 --   6. chunks: sag.dataflow_chunks of the events (top_n, completion up to max_gap).
--- Returns jsonb: entities, type_weights, structured and vector lists, initial (RRF), hops (the activation trail),
--- events (each factor of each score, best first), chunks (reading order, completed flagged), timings_ms.
+-- Returns jsonb: entities, type_weights, score_weights (used), lexical_redundancy, structured and vector lists,
+-- initial (RRF), hops (the activation trail), events (each factor of each score, best first), chunks (reading
+-- order, completed flagged), timings_ms.
 drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
                                             float8, text[], float8[], float8, float8, integer, integer, integer,
                                             integer, integer, integer, boolean, integer, float8, float8, float8,
                                             float8, timestamptz, float8, text, boolean);
+drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
+                                            float8, text[], float8[], float8, float8, integer, integer, integer,
+                                            integer, integer, integer, boolean, integer, float8, float8, float8,
+                                            float8, timestamptz, float8, text, boolean, boolean);  -- + lexical_discount
 create or replace function sag.dataflow_search(
     query text,
     query_embedding vector,
@@ -114,7 +120,8 @@ create or replace function sag.dataflow_search(
     text_weight float8 default 0.5,
     time_basis text default 'ingest',
     text_seeds boolean default false,
-    specificity boolean default true)
+    specificity boolean default true,
+    lexical_discount boolean default true)
 returns jsonb
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -144,6 +151,7 @@ declare
     tokens text[];
     floors record;
     corpus bigint;
+    weights_used float8[];
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.dataflow_search: query_embedding must not be NULL';
@@ -179,6 +187,9 @@ begin
         corpus := null;  -- every name counts 1: the seed's formulas
     end if;
     select * into floors from sag.similarity_floors(source_ids);
+    -- The vector factor without what its cosine only repeats of the words BM25 already brings in (text_weight).
+    weights_used := case when lexical_discount then sag.dataflow_score_weights(score_weights, floors.lexical, text_weight)
+                         else score_weights end;
     if focus is null then
         select array_agg(f.name) into focus
           from sag.sources s, jsonb_array_elements_text(case when jsonb_typeof(s.config -> 'focus') = 'array'
@@ -286,7 +297,7 @@ begin
                     else sag.dataflow_preference(r.event_id, focus) end as preference
           from r join sag.events e on e.id = r.event_id),
     final as (
-        select f.*, sag.dataflow_score(f.relevance, f.similarity, f.time_decay, f.preference, score_weights) as score
+        select f.*, sag.dataflow_score(f.relevance, f.similarity, f.time_decay, f.preference, weights_used) as score
           from factors f)
     select coalesce(jsonb_agg(to_jsonb(f) order by f.score desc, f.event_id), '[]'),
            array_agg(f.event_id order by f.score desc, f.event_id), array_agg(f.score order by f.score desc, f.event_id)
@@ -303,6 +314,7 @@ begin
 
     return jsonb_build_object(
         'entities', entities, 'type_weights', weights, 'focus', coalesce(to_jsonb(focus), '[]'),
+        'score_weights', to_jsonb(weights_used), 'lexical_redundancy', floors.lexical,
         'structured', structured, 'vector', vector_list, 'initial', initial,
         'hops', coalesce((select jsonb_agg(jsonb_build_object('hop', h.hop, 'events', h.events) order by h.hop)
                             from (select (x ->> 'hop')::integer as hop, jsonb_agg(x) as events
@@ -314,7 +326,7 @@ $$;
 comment on function sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
                                         float8, text[], float8[], float8, float8, integer, integer, integer, integer,
                                         integer, integer, boolean, integer, float8, float8, float8, float8,
-                                        timestamptz, float8, text, boolean, boolean) is
+                                        timestamptz, float8, text, boolean, boolean, boolean) is
     'The DataFlow search (seed §8.2) in one call: the query''s entities (sag.dataflow_query_entities; '
     'entity_names/entity_types from the caller), the structured list (sag.dataflow_match) and the vector list '
     '(nearest events), weighted RRF (sag.dataflow_rrf: sql_weight, vector_weight, rrf_k), propagation '
@@ -324,5 +336,7 @@ comment on function sag.dataflow_search(text, vector, bigint[], text[], text[], 
     'entities, type_weights, focus, structured, vector, initial, hops (the activation trail), events (each '
     'factor), chunks (reading order), timings_ms.  specificity: every name counts by ln(1 + N / its events) / '
     'ln(1 + N) in the matches (false: the seed''s unweighted formulas); cosines above sag.similarity_floors.  '
+    'lexical_discount: the vector weight scaled by 1 - the embedder''s lexical redundancy when BM25 is fused '
+    '(sag.dataflow_score_weights; score_weights in the output are the ones used; false: score_weights as given).  '
     'source_ids NULL = all sources.  Example: select '
     'sag.dataflow_search(''Who married Marie Antoinette?'', sag.embed_hash(''Who married Marie Antoinette?'', 512));';

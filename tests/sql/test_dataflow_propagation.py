@@ -97,14 +97,39 @@ def test_dataflow_search_scores_and_trail(db_conn: psycopg.Connection, graph: di
     assert out["initial"][0]["rrf"] == pytest.approx(0.5 / 61 + 0.5 / 61)
     assert out["initial"][0]["activation"] == pytest.approx(1.0)
     # The four factors of e0: relevance (its activation) 1, similarity 1, time decay 1 (ingested today),
-    # preference 0.5 (no focus): 0.3 + 0.3 + 0.2 + 0.1 = 0.9; the best event.
+    # preference 0.5 (no focus).  No calibration, so the lexical redundancy counts as 1 and BM25 is fused
+    # (text_weight 0.5): the vector weight is 0.3 * (1 - 1) = 0: 0.3 + 0 + 0.2 + 0.1 = 0.6; the best event.
     best = out["events"][0]
     assert best["event_id"] == ids["e0"]
     assert (best["relevance"], best["similarity"], best["time_decay"], best["preference"]) == \
         pytest.approx((1, 1, 1, 0.5), abs=1e-6)
-    assert best["score"] == pytest.approx(0.9, abs=1e-6)
+    assert out["lexical_redundancy"] == pytest.approx(1)
+    assert out["score_weights"] == pytest.approx([0.3, 0, 0.2, 0.2])
+    assert best["score"] == pytest.approx(0.6, abs=1e-6)
     assert out["hops"][0]["hop"] == 0
     assert {"entities", "structured", "vector", "initial", "hops", "events", "chunks", "timings_ms"} <= set(out)
+
+
+def best_score(conn: psycopg.Connection, **kw: object) -> float:
+    named = "".join(f", {name} => %({name})s" for name in kw)
+    row = conn.execute("select sag.dataflow_search(query => 'zzz', query_embedding => '[1,0,0]'::vector, "
+                       "entity_names => array['a', 'b'], entity_types => array['person', 'person'], top_n => 3, "
+                       f"use_terms => false, key_match_top_k => 0{named})", kw).fetchone()
+    assert row is not None
+    return float(row[0]["events"][0]["score"])
+
+
+def test_dataflow_search_vector_weight_follows_lexical_redundancy(db_conn: psycopg.Connection,
+                                                                  graph: dict[str, int]) -> None:
+    # e0 as above: relevance 1, similarity 1, time decay 1, preference 0.5.  A calibration saying the
+    # embedder's cosine is 0.2 words: vector weight 0.3 * (1 - 0.2) = 0.24: 0.3 + 0.24 + 0.2 + 0.1 = 0.84.
+    db_conn.execute("insert into sag.settings (name, value) values ('similarity_floors', %s::jsonb) "
+                    "on conflict (name) do update set value = excluded.value",
+                    [f'{{"{graph["source"]}": {{"chunk": 0, "event": 0, "key": 0, "lexical": 0.2}}}}'])
+    assert best_score(db_conn) == pytest.approx(0.84, abs=1e-6)
+    # The seed's weights: 0.3 + 0.3 + 0.2 + 0.1 = 0.9, with lexical_discount off or without BM25 fused.
+    assert best_score(db_conn, lexical_discount=False) == pytest.approx(0.9, abs=1e-6)
+    assert best_score(db_conn, text_weight=0.0) == pytest.approx(0.9, abs=1e-6)
 
 
 def test_time_decay_preference_score_and_rrf(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
@@ -116,6 +141,13 @@ def test_time_decay_preference_score_and_rrf(db_conn: psycopg.Connection, graph:
     # 0.3 * 0.5 + 0.3 * 0.8 + 0.2 * 1 + 0.2 * 0.5 = 0.69
     assert one("select sag.dataflow_score(0.5, 0.8, 1, 0.5)") == pytest.approx(0.69)
     assert one("select sag.dataflow_score(0.5, 0.8, 1, 0.5, array[1, 0, 0, 0]::float8[])") == pytest.approx(0.5)
+    # The vector weight without the embedder's lexical part when BM25 is fused (text_weight > 0):
+    # 0.3 * (1 - 0.25) = 0.225; r 1 (the hash embedder), NULL (unknown) and 1.5 (clamped to 1): 0;
+    # text_weight 0: the weights as given.
+    weights = lambda *args: one("select sag.dataflow_score_weights('{0.3,0.3,0.2,0.2}', %s, %s)", *args)
+    assert weights(0.25, 0.5) == pytest.approx([0.3, 0.225, 0.2, 0.2])
+    assert weights(1.0, 0.5) == weights(None, 0.5) == weights(1.5, 0.5) == pytest.approx([0.3, 0, 0.2, 0.2])
+    assert weights(-0.5, 0.5) == weights(0.25, 0.0) == pytest.approx([0.3, 0.3, 0.2, 0.2])
     # RRF, weights 0.7 / 0.3, k 60, lists [1, 2, 3] and [3, 4]:
     #   1: 0.7/61 = 0.011475;  2: 0.7/62 = 0.011290;  3: 0.7/63 + 0.3/61 = 0.016029;  4: 0.3/62 = 0.004839
     rows = db_conn.execute("select id, score, first_rank, second_rank "
