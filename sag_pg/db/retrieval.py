@@ -7,7 +7,6 @@ Query vectors go in binary (pgvector's numpy dumper): formatting 512 floats as t
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any

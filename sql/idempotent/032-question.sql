@@ -127,7 +127,7 @@ language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
-    parts text[];
+    parts text;  -- the letter and digit runs, space-separated
 begin
     if char_length(word) > 100 then
         return '{}';
@@ -135,16 +135,16 @@ begin
     if word !~ '[[:alpha:]]' or word !~ '[[:digit:]]' then
         return array[word];
     end if;
-    parts := array(select m[1] from regexp_matches(word, '([[:alpha:]]+|[[:digit:]]+)', 'g') m);
+    parts := array_to_string(array(select m[1] from regexp_matches(word, '([[:alpha:]]+|[[:digit:]]+)', 'g') m), ' ');
     -- Among the first 200 chunks holding every part: where two common parts ("covid", "19") are never
     -- written apart, an unbounded search would recheck the positions of every chunk holding both.
     if exists (select 1
                  from (select c.tsv from sag.chunks c
-                        where c.tsv @@ plainto_tsquery('simple'::regconfig, array_to_string(parts, ' '))
+                        where c.tsv @@ plainto_tsquery('simple'::regconfig, parts)
                           and (source_ids is null or c.source_id = any (source_ids))
                         limit 200) c
-                where c.tsv @@ phraseto_tsquery('simple'::regconfig, array_to_string(parts, ' '))) then
-        return array[word] || parts;
+                where c.tsv @@ phraseto_tsquery('simple'::regconfig, parts)) then
+        return array[word] || string_to_array(parts, ' ');
     end if;
     return array[word];
 end;

@@ -9,9 +9,9 @@ comment on function sag_internal._cooccurrence_weight(integer) is
     'Weight of a co-occurrence relation seen in n events: n / (n + 1) (1 -> 0.5, 2 -> 0.667, 3 -> 0.75), in [0, 1).';
 
 -- The related_to relations of co-occurrence that new event-key links (parallel arrays) add: each pair of
--- entity keys (every type but action and time) linked to one event, at least one of the two links new (so a link added later to an event counts
--- its pairs once), stored once with the lower key id as head (the relation has no direction;
--- sag.get_related follows it both ways).  Incremental: an existing relation gains the event as evidence.
+-- entity keys (every type but action and time) linked to one event, at least one of the two links new (so a
+-- link added later to an event counts its pairs once), stored once with the lower key id as head (the
+-- relation has no direction; sag.get_related follows it both ways).  Incremental: an existing relation gains the event as evidence.
 -- Called by the trigger on sag.event_keys (every stored document) and by sag.rebuild_cooccurrence.
 create or replace function sag_internal._cooccur_links(event_ids bigint[], key_ids bigint[])
 returns integer
@@ -22,7 +22,8 @@ as $$
         select distinct f.event_id, f.key_id from unnest(event_ids, key_ids) f(event_id, key_id)
     ), entity_links as materialized (
         -- Actions and times are what an event says about its entities, not entities: pairing them with
-        -- everything doubled the pairs of a Chinese event (7.9 keys, 34 pairs; 5.7 and 16 without them),
+        -- everything nearly doubled the pairs of a Chinese event (rgb-zh: 7.9 keys and 34.1 pairs an event;
+        -- 5.7 and 19.6 without them),
         -- which made the relations half of an rgb-zh database and half of its ingest time.
         select ek.event_id, ek.key_id
           from sag.event_keys ek join sag.keys k on k.id = ek.key_id
