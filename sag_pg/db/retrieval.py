@@ -68,6 +68,7 @@ class Candidates:
     edges: list[tuple[int, int, int]]  # (chunk_id, key_id, count), when asked for
     coverage: float                   # share of the question the best BM25 chunks hold (sag.question_coverage)
     key_weight: float                 # what the key evidence counts for in stage 3 (and in PageRank)
+    direct_matches: list[int]         # the question's best chunks by s, kept near the top by the final order
     timings_ms: dict[str, float]
 
 
@@ -101,6 +102,7 @@ def retrieve(conn: psycopg.Connection, query: str, query_embedding: npt.NDArray[
     return Candidates(terms=data["terms"], named_keys=data["named_keys"], keys=data["keys"],
                       chunks=data["chunks"], edges=[tuple(e) for e in data["edges"]],  # type: ignore[misc]
                       coverage=float(data["coverage"]), key_weight=float(data["key_weight"]),
+                      direct_matches=[int(c) for c in data["direct_matches"]],
                       timings_ms=data["timings_ms"])
 
 
@@ -137,20 +139,23 @@ select
 """
 
 
-_SPREAD = "select s.chunk_id, s.score, s.n from sag.spread_documents(%(ids)s, %(scores)s) with ordinality as s(chunk_id, score, n)"
+_SPREAD = ("select s.chunk_id, s.score, s.n from sag.spread_documents(%(ids)s, %(scores)s, pinned => %(pinned)s, "
+           "pinned_within => %(pinned_within)s) with ordinality as s(chunk_id, score, n)")
 _AS_GIVEN = "select u.chunk_id, u.score, u.n from unnest(%(ids)s::bigint[], %(scores)s::float8[]) with ordinality as u(chunk_id, score, n)"
 
 
 def fetch_hits(conn: psycopg.Connection, ranked: Sequence[tuple[int, float]], keys: Sequence[Mapping[str, Any]],
-               *, top_n: int, spread_documents: bool = True,
+               *, top_n: int, spread_documents: bool = True, pinned: Sequence[int] = (), pinned_within: int = 3,
                ) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
     """The first ``top_n`` of ``ranked`` ((chunk id, score), best first) in the final order -- spread over
-    documents by ``sag.spread_documents`` unless ``spread_documents`` is false -- each with its final score,
-    document, events and keys; and key-final's key details by id."""
+    documents by ``sag.spread_documents``, ``pinned`` kept among the first ``pinned_within`` places, unless
+    ``spread_documents`` is false -- each with its final score, document, events and keys; and key-final's key
+    details by id."""
     query = _FETCH.replace("{ranking}", _SPREAD if spread_documents else _AS_GIVEN)
     row = conn.execute(query, {"kf_ids": [k["key_id"] for k in keys], "kf_w": [float(k["weight"]) for k in keys],
                                "kf_s": [int(k["step"]) for k in keys], "ids": [int(c) for c, _ in ranked],
-                               "scores": [float(s) for _, s in ranked], "top_n": top_n}).fetchone()
+                               "scores": [float(s) for _, s in ranked], "top_n": top_n,
+                               "pinned": [int(c) for c in pinned], "pinned_within": pinned_within}).fetchone()
     assert row is not None
     details, key_details = row
     return details, {k["id"]: k for k in key_details}

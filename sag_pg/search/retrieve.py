@@ -44,7 +44,11 @@ class RetrievalParams:
     ``pagerank_alpha`` (Python only): the PageRank damping, the share of a score that comes from the graph
     rather than from the chunk's own weight_init.  ``spread_documents`` (final order): the n-th best chunk of a
     document counts 1/n of its score (``sag.spread_documents``), so the top holds more documents than one
-    document's repeats.  docs/retrieval.md gives the reasons for each default.
+    document's repeats.
+    ``direct_within``: the question's direct matches (the chunks of highest ``s`` from distinct documents, one
+    per independent witness: BM25, and the cosine when the embedder's lexical redundancy is under 0.5) whose
+    document is not in the first ``direct_within`` places move up to place ``direct_within`` (0: no move).
+    docs/retrieval.md gives the reasons for each default.
     """
 
     match_top_k: int = 30
@@ -68,11 +72,12 @@ class RetrievalParams:
     soft_hubs: bool = True
     pagerank_alpha: float = 0.3
     spread_documents: bool = True
+    direct_within: int = 3
 
     def sql_arguments(self) -> dict[str, object]:
         """The named arguments of sag.retrieve (everything but PageRank's damping and the final order)."""
         args = asdict(self)
-        del args["pagerank_alpha"], args["spread_documents"]
+        del args["pagerank_alpha"], args["spread_documents"], args["direct_within"]
         return args
 
 
@@ -86,6 +91,8 @@ def _check(params: RetrievalParams) -> None:
             raise QueryError(f"{name} must be at most {_INT_LIMIT}, got {value}")
     if not 0 <= params.pagerank_alpha < 1:
         raise QueryError(f"pagerank_alpha must be in [0, 1), got {params.pagerank_alpha}")
+    if params.direct_within < 0:
+        raise QueryError(f"direct_within must be >= 0, got {params.direct_within}")
 
 
 def _query_vector(embedding: npt.ArrayLike) -> npt.NDArray[np.float32]:
@@ -153,7 +160,8 @@ def retrieve(
             t0 = time.perf_counter()
             details, key_info = db.fetch_hits(
                 conn, [(found.chunks[i]["chunk_id"], scores[found.chunks[i]["chunk_id"]]) for i in order],
-                found.keys, top_n=top_n, spread_documents=params.spread_documents)
+                found.keys, top_n=top_n, spread_documents=params.spread_documents,
+                pinned=found.direct_matches, pinned_within=params.direct_within)
             timings["fetch"] = (time.perf_counter() - t0) * 1000.0
             by_id = {c["chunk_id"]: c for c in found.chunks}
             top = [by_id[d["chunk_id"]] for d in details]

@@ -14,6 +14,7 @@ drop function if exists sag.search(text, integer, text);
 drop function if exists sag.search_by_vector(vector, text, integer, text, integer);
 drop function if exists sag.keys_named(text[], bigint[], integer);
 drop function if exists sag_internal._query_tokens(text);
+drop function if exists sag.spread_documents(bigint[], float8[]);
 drop function if exists sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
                                     float8, integer, float8, integer, integer, integer, integer, integer, integer,
                                     integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean);
@@ -24,6 +25,28 @@ returns float8
 language sql volatile
 set search_path = pg_catalog, pg_temp
 as $$ select extract(epoch from clock_timestamp() - since)::float8 * 1000 $$;
+
+-- The question's direct matches: the chunks of highest s (its own BM25 + cosine evidence, stage 3) from distinct
+-- documents, one per independent witness in s: BM25 always, the cosine too when it does not only repeat the
+-- words (lexical redundancy r < 0.5; the hash embedder's r is 1).  The final order keeps them among the first
+-- places (sag.spread_documents, pinned): on a single-hop question the key evidence of a news story's many
+-- retellings could push the passage both BM25 and a semantic cosine put first down to 6th-30th.
+create or replace function sag_internal._direct_matches(chunks jsonb, lexical_redundancy float8)
+returns bigint[]
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select coalesce(array_agg(b.chunk_id order by b.s desc, b.chunk_id), '{}')
+      from (select x.chunk_id, x.s
+              from (select distinct on (c.document_id) c.document_id, (e ->> 'chunk_id')::bigint as chunk_id,
+                           (e ->> 's')::float8 as s
+                      from jsonb_array_elements(coalesce(chunks, '[]')) e
+                      join sag.chunks c on c.id = (e ->> 'chunk_id')::bigint
+                     where (e ->> 's')::float8 > 0
+                     order by c.document_id, (e ->> 's')::float8 desc, (e ->> 'chunk_id')::bigint) x
+             order by x.s desc, x.chunk_id
+             limit 1 + round(1 - coalesce(lexical_redundancy, 1))::integer) b
+$$;
 
 create or replace function sag.retrieve(
     query text,
@@ -219,6 +242,7 @@ begin
         'key_weight', key_weight,
         'similarity_floors', jsonb_build_object('chunk', floors.chunk, 'event', floors.event, 'key', floors.key),
         'lexical_redundancy', floors.lexical,
+        'direct_matches', to_jsonb(sag_internal._direct_matches(chunks, floors.lexical)),
         'chunks', chunks,
         'edges', edges,
         'timings_ms', timings || jsonb_build_object('sql_total', sag_internal._ms_since(t0)));
@@ -237,7 +261,8 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
     '(text_weight NULL = coverage * (1 + lexical redundancy) / 2, see sag.calibrate_similarity; key_weight = min(1, 2 (1 - coverage)) with adaptive_keys), sag.rank_chunks.  Returns '
     'jsonb: terms, named_keys, keys (key-final: key_id, weight, step, heaviest first), chunks (chunk_id, '
     'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text; by weight_init), coverage, '
-    'text_weight, key_weight, similarity_floors, lexical_redundancy, edges '
+    'text_weight, key_weight, similarity_floors, lexical_redundancy, direct_matches (the chunks of highest s from '
+    'distinct documents, 1 + round(1 - lexical redundancy) of them, for sag.spread_documents'' pinned), edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '
     'parameters are those of the stage functions (docs/retrieval.md).';
@@ -246,22 +271,38 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
 -- list of five chunks of the document a question starts from holds the same facts five times and leaves out
 -- the document its second hop leads to; host crowding in web search answers the same problem.  1/n has no
 -- parameter and keeps the order of a document's own chunks.  Ties keep the given order.
-create or replace function sag.spread_documents(chunk_ids bigint[], scores float8[])
+-- Then the pinned chunks (sag.retrieve's direct_matches) whose document has no chunk among the first
+-- pinned_within places move up, in the given order, to just before place pinned_within: the places above stay
+-- the graph's (a two-hop question needs both its documents there; pinned_within 2 cost MuSiQue R@2 4 points).
+create or replace function sag.spread_documents(chunk_ids bigint[], scores float8[], pinned bigint[] default '{}',
+                                                pinned_within integer default 3)
 returns table (chunk_id bigint, score float8)
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-    select x.chunk_id, x.score
-      from (select u.chunk_id, u.n,
-                   u.score / row_number() over (partition by c.document_id order by u.score desc, u.n) as score
-              from unnest(chunk_ids, scores) with ordinality as u(chunk_id, score, n)
-              join sag.chunks c on c.id = u.chunk_id) x
-     order by x.score desc, x.n
+    with spread as (
+        select x.chunk_id, x.document_id, x.score, row_number() over (order by x.score desc, x.n) as place
+          from (select u.chunk_id, u.n, c.document_id,
+                       u.score / row_number() over (partition by c.document_id order by u.score desc, u.n) as score
+                  from unnest(chunk_ids, scores) with ordinality as u(chunk_id, score, n)
+                  join sag.chunks c on c.id = u.chunk_id) x),
+    moved as (
+        select p.chunk_id, row_number() over (order by p.n) as k
+          from unnest(coalesce(pinned, '{}')) with ordinality as p(chunk_id, n)
+          join spread s on s.chunk_id = p.chunk_id
+         where coalesce(pinned_within, 0) >= 1
+           and not exists (select 1 from spread t where t.document_id = s.document_id and t.place <= pinned_within))
+    select s.chunk_id, s.score
+      from spread s left join moved m on m.chunk_id = s.chunk_id
+     order by case when m.k is null then s.place::float8
+                   else pinned_within - 1 + m.k::float8 / ((select count(*) from moved) + 1) end
 $$;
-comment on function sag.spread_documents(bigint[], float8[]) is
+comment on function sag.spread_documents(bigint[], float8[], bigint[], integer) is
     'The final order of a search: each chunk''s score divided by its rank among the given chunks of its own '
-    'document (1 for the best, 2 for the second, ...), best first, ties in the given order.  Used by sag.search '
-    '(on weight_init) and by the Python client (on the PageRank scores).';
+    'document (1 for the best, 2 for the second, ...), best first, ties in the given order; then each chunk of '
+    'pinned (sag.retrieve''s direct_matches) whose document has no chunk in the first pinned_within places '
+    'moves up to just before place pinned_within, in pinned''s order (pinned_within 0: no move).  Used by '
+    'sag.search (on weight_init) and by the Python client (on the PageRank scores).';
 
 -- The question's vector for a psql entry point (sag.search, sag.local_context): the given one, else
 -- sag.embed_hash of the question, which only a database bound to the hash embedder accepts (22023 otherwise,
@@ -316,7 +357,9 @@ begin
                array(select (e.r ->> 'chunk_id')::bigint
                        from jsonb_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
                array(select (e.r ->> 'weight_init')::float8
-                       from jsonb_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n))
+                       from jsonb_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
+               array(select d.v::bigint from jsonb_array_elements_text(result -> 'direct_matches')
+                                         with ordinality as d(v, n) order by d.n))
            with ordinality as x(chunk_id, score, n)
       join sag.chunks c on c.id = x.chunk_id
       join sag.documents d on d.id = c.document_id
@@ -326,7 +369,8 @@ end;
 $$;
 comment on function sag.search(text, integer, text, vector) is
     'SAG search from psql: sag.retrieve, then the top_n chunks by weight_init spread over documents '
-    '(sag.spread_documents: the n-th chunk of a document counts 1/n; score = that) (document = uri; title = the '
+    '(sag.spread_documents: the n-th chunk of a document counts 1/n; score = that; the question''s direct matches '
+    'kept among the first three places) (document = uri; title = the '
     'chunk''s, else the document''s).  No PageRank (the Python client adds it; without it, it returns these very '
     'chunks and scores).  source: a source name, ''default'' as everywhere in sag-pg; NULL = all sources; unknown '
     'name: P0002.  query_embedding: the question''s vector from the database''s embedder; NULL embeds it with '

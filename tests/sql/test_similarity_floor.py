@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import psycopg
+from psycopg.types.json import Jsonb
 import pytest
 
 from tests.sql.graph_builder import GraphBuilder
@@ -107,3 +108,47 @@ def test_spread_documents_divides_by_the_rank_within_the_document(db_conn: psyco
     # Ties keep the given order.
     rows = db_conn.execute("select chunk_id from sag.spread_documents(%s, %s)", [[b1, a1], [0.5, 0.5]]).fetchall()
     assert [r[0] for r in rows] == [b1, a1]
+
+
+def test_spread_documents_keeps_pinned_chunks_among_the_first_places(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("one")
+    docs = [g.document(s, f"{name}.md") for name in "abcdef"]
+    a1, a2, b1, c1, d1, e1, f1 = (g.chunk(d, "x", (1, 0, 0)) for d in [docs[0], *docs])
+    ids, scores = [a1, a2, b1, c1, d1, e1, f1], [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
+    # Spread alone: a1 1.0, b1 0.8, c1 0.7, d1 0.6, e1 0.5, a2 0.9 / 2 = 0.45, f1 0.4.
+    rows = db_conn.execute("select chunk_id from sag.spread_documents(%s, %s)", [ids, scores]).fetchall()
+    assert [r[0] for r in rows] == [a1, b1, c1, d1, e1, a2, f1]
+    # f1 then e1 pinned within 3: both outside, so they go, in that order, just before place 3; places 1-2 stay.
+    rows = db_conn.execute("select chunk_id, score from sag.spread_documents(%s, %s, pinned => %s, pinned_within => 3)",
+                           [ids, scores, [f1, e1]]).fetchall()
+    assert [r[0] for r in rows] == [a1, b1, f1, e1, c1, d1, a2]
+    assert rows[2][1] == a(0.4)                                   # a moved chunk keeps its score
+    # A pinned chunk whose document is already in the first places does not move: a2's document holds place 1.
+    rows = db_conn.execute("select chunk_id from sag.spread_documents(%s, %s, pinned => %s, pinned_within => 2)",
+                           [ids, scores, [a2, d1]]).fetchall()
+    assert [r[0] for r in rows] == [a1, d1, b1, c1, e1, a2, f1]
+    # pinned_within 0: no move.
+    rows = db_conn.execute("select chunk_id from sag.spread_documents(%s, %s, pinned => %s, pinned_within => 0)",
+                           [ids, scores, [f1]]).fetchall()
+    assert [r[0] for r in rows] == [a1, b1, c1, d1, e1, a2, f1]
+
+
+def test_direct_matches_are_the_best_s_of_distinct_documents(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("one")
+    da, db, dc = g.document(s, "a.md"), g.document(s, "b.md"), g.document(s, "c.md")
+    a1, a2, b1, c1 = g.chunk(da, "a", (1, 0, 0)), g.chunk(da, "a", (1, 0, 0)), g.chunk(db, "b", (1, 0, 0)), \
+        g.chunk(dc, "c", (1, 0, 0))
+    chunks = Jsonb([{"chunk_id": a1, "s": 0.9}, {"chunk_id": a2, "s": 0.8}, {"chunk_id": b1, "s": 0.5},
+                    {"chunk_id": c1, "s": 0.0}])
+
+    def direct(r: float) -> list[int]:
+        return db_conn.execute("select sag_internal._direct_matches(%s, %s)", [chunks, r]).fetchone()[0]
+
+    # One witness (r = 1, the hash embedder): the best s.  Two (r < 0.5): the best s of another document next
+    # (b1, not a2 of the same document).  s = 0 is no match at all (c1 never comes).
+    assert direct(1.0) == [a1]
+    assert direct(0.6) == [a1]
+    assert direct(0.2) == [a1, b1]
+    assert direct(0.0) == [a1, b1]
