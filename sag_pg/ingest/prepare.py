@@ -19,7 +19,7 @@ from ..embedders.base import Embedder
 from ..errors import ExtractionError, SagError
 from ..text.chunking import chunk_document
 from ..text.normalize import normalize_key
-from ..text.tokenize import search_tokens, tokens_to_text
+from ..text.tokenize import search_tokens
 from ..types import Chunk, EventDraft, KeyDraft, PreRetrieval
 from .extractors import Extractor
 from .readers import DocumentInput

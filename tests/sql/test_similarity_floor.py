@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 
 import psycopg
-from psycopg.types.json import Jsonb
 import pytest
+from psycopg.types.json import Jsonb
 
 from tests.sql.graph_builder import GraphBuilder
 
