@@ -28,8 +28,9 @@ class KeyHit:
 
 @dataclass
 class ChunkHit:
-    """A retrieved chunk.  ``score`` orders the results (PageRank, or ``weight_init`` without it);
-    the other numbers are stage 3's (see ``sag.rank_chunks``)."""
+    """A retrieved chunk.  ``score`` orders the results (PageRank, or ``weight_init`` without it), except that
+    a ``direct_match`` (one of the question's best chunks by its own BM25 and cosine evidence, ``s``) is kept
+    among the first three places; the other numbers are stage 3's (see ``sag.rank_chunks``)."""
 
     chunk_id: int
     document_uri: str
@@ -46,6 +47,7 @@ class ChunkHit:
     via_text: bool
     events: list[dict[str, Any]] = field(default_factory=list)
     keys: list[dict[str, Any]] = field(default_factory=list)
+    direct_match: bool = False
 
     def __repr__(self) -> str:  # one line, not the whole text
         return (f"ChunkHit(chunk_id={self.chunk_id}, document_uri={self.document_uri!r}, title={self.title!r}, "
@@ -69,6 +71,7 @@ class ChunkHit:
                 "via_keys": self.via_keys,
                 "via_vector": self.via_vector,
                 "via_text": self.via_text,
+                "direct_match": self.direct_match,
             },
         }
 

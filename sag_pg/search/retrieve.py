@@ -175,7 +175,7 @@ def retrieve(
             content=d["content"], score=float(d["score"]), similarity=c["similarity"],
             text_score=c["text_score"], key_score=c["key_score"], weight_init=c["weight_init"],
             via_keys=c["via_keys"], via_vector=c["via_vector"], via_text=c["via_text"], events=d["events"],
-            keys=d["keys"],
+            keys=d["keys"], direct_match=c["chunk_id"] in found.direct_matches,
         )
         for c, d in zip(top, details)
     ]

@@ -26,9 +26,11 @@ weight_init = 0.5 * s + ln(1 + key_score):
 
 from __future__ import annotations
 
+import numpy as np
 import psycopg
 import pytest
 
+from sag_pg.search.retrieve import retrieve
 from tests.sql.graph_builder import GraphBuilder, vec
 
 Q = vec((1, 0, 0))
@@ -394,3 +396,32 @@ def test_search_with_the_hash_embedder(db_conn: psycopg.Connection) -> None:
     ).fetchall()
     assert got == same
     assert got[0][0] == chunks[0]
+
+
+def test_search_keeps_the_direct_match_among_the_first_three(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("news")
+    # Four retellings of a story: each holds the story's three keys, which the question's vector seeds.
+    story = [g.key(s, name, (1, 0, 0)) for name in ("Zorbex", "Quillan", "Marvot")]
+    told = []
+    for i in range(4):
+        c = g.chunk(g.document(s, f"story{i}.md"), f"zorbex quillan marvot report{i}", (0.6, 0.8, 0))
+        g.links(g.event(c, f"Zorbex met Quillan at Marvot {i}", (0.6, 0.8, 0)), *story)
+        told.append(c)
+    # The passage that answers: the question's direction and words, none of the story's keys.
+    answer = g.chunk(g.document(s, "answer.md"), "zorbex opening date", (1, 0, 0))
+    # Two question words no chunk holds keep the coverage low (0.37), so the keys count in full (key_weight 1):
+    # a retelling's weight_init is about 0.5 * 0.39 + ln(1 + ln 2) = 0.72, the answer's 0.5 * 1 + 0 = 0.5.
+    query = "zorbex opening date qwertz asdfgh"
+    result = db_conn.execute("select sag.retrieve(%s, %s::vector, array[%s]::bigint[])", [query, Q, s]).fetchone()[0]
+    assert result["direct_matches"] == [answer]      # the hash-like default: one witness (r = 1)
+    by_weight = [c["chunk_id"] for c in result["chunks"]]
+    assert by_weight.index(answer) == 4               # fifth by weight_init ...
+    got = [r[0] for r in db_conn.execute(
+        "select chunk_id from sag.search(%s, source => 'news', query_embedding => %s::vector)", [query, Q]).fetchall()]
+    assert got[2] == answer                           # ... third in the final order: places 1-2 stay the graph's
+    assert got[:2] == by_weight[:2] and set(got[3:]) == set(told) - set(got[:2])
+    # Python: the same order without PageRank, and the answer flagged as the direct match.
+    hits = retrieve(db_conn, query, np.array([1, 0, 0], dtype=np.float32), source_ids=[s], use_pagerank=False).chunks
+    assert [h.chunk_id for h in hits] == got
+    assert [h.direct_match for h in hits] == [c == answer for c in got]
