@@ -144,7 +144,9 @@ def test_result_shape(db_conn: psycopg.Connection, two_sources: tuple[dict[str, 
     assert d["keys"][0]["name"] == "Zorblax"
     assert all(0 < k["weight"] <= 1 for k in d["keys"])
     assert set(first["explain"]) == {"similarity", "text_score", "key_score", "weight_init",
-                                      "via_keys", "via_vector", "via_text"}
+                                      "via_keys", "via_vector", "via_text", "direct_match"}
+    # One direct match without a calibrated embedder (r = 1): the film's passage, which holds the question's words.
+    assert [c["explain"]["direct_match"] for c in d["chunks"]] == [c["chunk_id"] == one["film"] for c in d["chunks"]]
     assert set(d["timings_ms"]) == {"retrieve", "sql_question", "sql_query_chunks", "sql_activate_keys",
                                     "sql_expand_keys", "sql_coverage", "sql_rank_chunks", "sql_edges",
                                     "sql_sql_total", "pagerank", "fetch", "total"}
