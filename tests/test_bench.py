@@ -18,6 +18,8 @@ from pgvector.psycopg import register_vector
 from sag_pg.bench import load_dataset, mean_recall, percentile, recall_at_k
 from sag_pg.bench.database import bench_database_name
 from sag_pg.bench.pgcopy import binary_rows
+from sag_pg.bench.report import format_scale
+from sag_pg.bench.scale import ScaleResult
 from sag_pg.bench.synth import SynthConfig, key_counts, structures
 from sag_pg.errors import InputError
 from sag_pg.text.tokenize import search_tokens
@@ -432,3 +434,15 @@ def test_bench_scale_cli(cli, db_dsn: str) -> None:
                                     "--queries", "2", "--quiet"])
     assert text.exit_code == 0, text.output
     assert "targets:" in text.stdout and "at 1 M: not run" in text.stdout
+
+
+def test_scale_report_states_the_ratio_target_at_10k() -> None:
+    # 10 k events: 12.1 ms against a 0.88 ms probe is 13.75x, over issue 12's 6x; 100 k: 21 / 2.1 = 10x.
+    small = ScaleResult(events=10_000, dim=8, search_p50_ms=12.1, hnsw_p50_ms=0.88, load_seconds=1.0)
+    large = ScaleResult(events=100_000, dim=8, search_p50_ms=21.0, hnsw_p50_ms=2.1, load_seconds=2.0)
+    text = format_scale([small, large])
+    assert "ratio <= 10x: worst 13.8x, NOT met" in text
+    assert "ratio <= 6x at 10 k: 13.8x, NOT met" in text
+    fast = ScaleResult(events=10_000, dim=8, search_p50_ms=5.0, hnsw_p50_ms=1.0, load_seconds=1.0)
+    assert "ratio <= 6x at 10 k: 5.0x, met" in format_scale([fast])
+    assert "at 10 k" not in format_scale([large])   # no 10 k run, no line

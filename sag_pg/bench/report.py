@@ -109,6 +109,11 @@ def _targets(results: Sequence[ScaleResult]) -> str:
         parts.append(f"p50 <= {TARGETS['p50_ms_at_1m']:.0f} ms at 1 M: not run")
     worst_ratio = max(r.ratio for r in results)
     parts.append(f"ratio <= {TARGETS['ratio']:.0f}x: worst {worst_ratio:.1f}x, {verdict(worst_ratio <= TARGETS['ratio'])}")
+    at_10k = [r for r in results if r.events == 10_000]
+    if at_10k:
+        ratio = at_10k[-1].ratio
+        parts.append(f"ratio <= {TARGETS['ratio_at_10k']:.0f}x at 10 k: {ratio:.1f}x, "
+                     f"{verdict(ratio <= TARGETS['ratio_at_10k'])}")
     rates = ", ".join(f"{r.events_per_s:,.0f} at {r.events:,} ({verdict(r.events_per_s >= TARGETS['events_per_s'])})"
                       for r in results)
     parts.append(f"load >= {TARGETS['events_per_s']:,.0f} events/s: {rates}")

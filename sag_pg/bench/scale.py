@@ -46,8 +46,9 @@ from .synth import SynthConfig
 
 __all__ = ["TARGETS", "ScaleResult", "load", "measure", "run_scale"]
 
-# The issue's targets: fast-search p50 at 1 M events, its ratio to the HNSW probe, the bulk-load rate.
-TARGETS = {"p50_ms_at_1m": 50.0, "ratio": 10.0, "events_per_s": 20_000.0}
+# The issues' targets: fast-search p50 at 1 M events, its ratio to the HNSW probe at every size (issue 5) and
+# at 10 k events (issue 12, where fixed costs weigh most), the bulk-load rate.
+TARGETS = {"p50_ms_at_1m": 50.0, "ratio": 10.0, "ratio_at_10k": 6.0, "events_per_s": 20_000.0}
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
