@@ -48,6 +48,22 @@ as $$
              limit 1 + round(1 - coalesce(lexical_redundancy, 1))::integer) b
 $$;
 
+-- The best chunk (by weight_init) holding each key the question names, best first: every entity a question
+-- asks about leads to one of its passages near the top, as the named-key floor leads activation to it.
+create or replace function sag_internal._named_matches(chunks jsonb, key_ids bigint[])
+returns bigint[]
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select coalesce(array_agg(b.chunk_id order by b.w desc, b.chunk_id), '{}')
+      from (select distinct h.chunk_id, h.w
+              from (select distinct on (ck.key_id) c.chunk_id, c.w
+                      from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
+                              from jsonb_array_elements(coalesce(chunks, '[]')) e) c
+                      join sag.chunk_keys ck on ck.chunk_id = c.chunk_id and ck.key_id = any (coalesce(key_ids, '{}'))
+                     order by ck.key_id, c.w desc, c.chunk_id) h) b
+$$;
+
 create or replace function sag.retrieve(
     query text,
     query_embedding vector,
@@ -105,6 +121,7 @@ declare
     corpus_events bigint;
     hub_events integer;
     coverage float8;
+    direct bigint[];
     key_weight float8;
     floors record;
     unknown bigint;
@@ -231,6 +248,17 @@ begin
         timings := timings || jsonb_build_object('edges', sag_internal._ms_since(t));
     end if;
 
+    -- The question's direct matches: its best chunks by s, then the best chunk of each key it names that
+    -- made key-final (sag.spread_documents keeps them near the top).
+    direct := sag_internal._direct_matches(chunks, floors.lexical);
+    direct := direct || array(select m.id
+                                from unnest(sag_internal._named_matches(chunks, array(select unnest(named)
+                                                                                      intersect
+                                                                                      select unnest(kf_ids))))
+                                     with ordinality as m(id, n)
+                               where m.id <> all (direct)
+                               order by m.n);
+
     return jsonb_build_object(
         'terms', to_jsonb(tokens),
         'named_keys', coalesce(to_jsonb(named), '[]'),
@@ -242,7 +270,7 @@ begin
         'key_weight', key_weight,
         'similarity_floors', jsonb_build_object('chunk', floors.chunk, 'event', floors.event, 'key', floors.key),
         'lexical_redundancy', floors.lexical,
-        'direct_matches', to_jsonb(sag_internal._direct_matches(chunks, floors.lexical)),
+        'direct_matches', to_jsonb(direct),
         'chunks', chunks,
         'edges', edges,
         'timings_ms', timings || jsonb_build_object('sql_total', sag_internal._ms_since(t0)));
@@ -262,7 +290,8 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
     'jsonb: terms, named_keys, keys (key-final: key_id, weight, step, heaviest first), chunks (chunk_id, '
     'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text; by weight_init), coverage, '
     'text_weight, key_weight, similarity_floors, lexical_redundancy, direct_matches (the chunks of highest s from '
-    'distinct documents, 1 + round(1 - lexical redundancy) of them, for sag.spread_documents'' pinned), edges '
+    'distinct documents, 1 + round(1 - lexical redundancy) of them, then the best chunk by weight_init of each '
+    'named key in key-final: sag.spread_documents'' pinned), edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '
     'parameters are those of the stage functions (docs/retrieval.md).';
@@ -288,7 +317,8 @@ as $$
                   join sag.chunks c on c.id = u.chunk_id) x),
     moved as (
         select p.chunk_id, row_number() over (order by p.n) as k
-          from unnest(coalesce(pinned, '{}')) with ordinality as p(chunk_id, n)
+          from (select u.chunk_id, min(u.n) as n
+                  from unnest(coalesce(pinned, '{}')) with ordinality as u(chunk_id, n) group by u.chunk_id) p
           join spread s on s.chunk_id = p.chunk_id
          where coalesce(pinned_within, 0) >= 1
            and not exists (select 1 from spread t where t.document_id = s.document_id and t.place <= pinned_within))

@@ -128,6 +128,10 @@ def test_spread_documents_keeps_pinned_chunks_among_the_first_places(db_conn: ps
     rows = db_conn.execute("select chunk_id from sag.spread_documents(%s, %s, pinned => %s, pinned_within => 2)",
                            [ids, scores, [a2, d1]]).fetchall()
     assert [r[0] for r in rows] == [a1, d1, b1, c1, e1, a2, f1]
+    # A chunk pinned twice moves once, at its first place in pinned.
+    rows = db_conn.execute("select chunk_id from sag.spread_documents(%s, %s, pinned => %s)",
+                           [ids, scores, [f1, e1, f1]]).fetchall()
+    assert [r[0] for r in rows] == [a1, b1, f1, e1, c1, d1, a2]
     # pinned_within 0: no move.
     rows = db_conn.execute("select chunk_id from sag.spread_documents(%s, %s, pinned => %s, pinned_within => 0)",
                            [ids, scores, [f1]]).fetchall()
@@ -152,3 +156,27 @@ def test_direct_matches_are_the_best_s_of_distinct_documents(db_conn: psycopg.Co
     assert direct(0.6) == [a1]
     assert direct(0.2) == [a1, b1]
     assert direct(0.0) == [a1, b1]
+
+
+def test_named_matches_are_the_best_chunk_of_each_named_key(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("one")
+    doc = g.document(s, "a.md")
+    c1, c2, c3, c4 = (g.chunk(doc, "x", (1, 0, 0)) for _ in range(4))
+    k1, k2, k3 = g.key(s, "Ada"), g.key(s, "Babbage"), g.key(s, "Lovelace")
+    g.links(g.event(c1, "e", (1, 0, 0)), k1)
+    g.links(g.event(c2, "e", (1, 0, 0)), k1, k2)
+    g.links(g.event(c3, "e", (1, 0, 0)), k2)
+    g.links(g.event(c4, "e", (1, 0, 0)), k3)                    # c4 is no candidate
+    chunks = Jsonb([{"chunk_id": c1, "weight_init": 0.3}, {"chunk_id": c2, "weight_init": 0.5},
+                    {"chunk_id": c3, "weight_init": 0.9}])
+
+    def named(keys: list[int]) -> list[int]:
+        return db_conn.execute("select sag_internal._named_matches(%s, %s)", [chunks, keys]).fetchone()[0]
+
+    # Ada: c2 (0.5) beats c1 (0.3); Babbage: c3 (0.9) beats c2; best first.  Lovelace's only chunk is no
+    # candidate; a chunk best for two keys comes once.
+    assert named([k1, k2]) == [c3, c2]
+    assert named([k1]) == [c2]
+    assert named([k3]) == []
+    assert named([k1, k1]) == [c2]
