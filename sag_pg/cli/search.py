@@ -76,7 +76,7 @@ def print_result(console: Console, result: Any, *, explain: bool = False, width:
             console.print(f"    [dim]cos={hit.similarity:.3f} text={hit.text_score:.3f} keys={hit.key_score:.3f} "
                           f"W_init={hit.weight_init:.3f} via={'k' if hit.via_keys else ''}"
                           f"{'v' if hit.via_vector else ''}{'t' if hit.via_text else ''}"
-                          f"{'  direct match' if getattr(hit, 'direct_match', False) else ''}[/dim]", highlight=False)
+                          f"{'  direct match' if hit.direct_match else ''}[/dim]", highlight=False)
             for event in hit.events[:3]:
                 console.print(f"    [green]event[/green] {textwrap.shorten(event['content'], width=width)}",
                               highlight=False)

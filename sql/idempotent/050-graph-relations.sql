@@ -11,7 +11,8 @@ comment on function sag_internal._cooccurrence_weight(integer) is
 -- The related_to relations of co-occurrence that new event-key links (parallel arrays) add: each pair of
 -- entity keys (every type but action and time) linked to one event, at least one of the two links new (so a
 -- link added later to an event counts its pairs once), stored once with the lower key id as head (the
--- relation has no direction; sag.get_related follows it both ways).  Incremental: an existing relation gains the event as evidence.
+-- relation has no direction; sag.get_related follows it both ways).  Incremental: an existing relation gains
+-- the event as evidence.
 -- Called by the trigger on sag.event_keys (every stored document) and by sag.rebuild_cooccurrence.
 create or replace function sag_internal._cooccur_links(event_ids bigint[], key_ids bigint[])
 returns integer
@@ -23,8 +24,8 @@ as $$
     ), entity_links as materialized (
         -- Actions and times are what an event says about its entities, not entities: pairing them with
         -- everything nearly doubled the pairs of a Chinese event (rgb-zh: 7.9 keys and 34.1 pairs an event;
-        -- 5.7 and 19.6 without them),
-        -- which made the relations half of an rgb-zh database and half of its ingest time.
+        -- 5.7 and 19.6 without them), which made the relations half of an rgb-zh database and half of its
+        -- ingest time.
         select ek.event_id, ek.key_id
           from sag.event_keys ek join sag.keys k on k.id = ek.key_id
          where ek.event_id in (select f.event_id from fresh f) and k.type not in ('action', 'time')
