@@ -38,9 +38,10 @@ def print_trail(console: Console, trail: dict[str, Any], *, events: int = 15) ->
     # The weights used: the vector weight without the embedder's lexical part (sag.dataflow_score_weights).
     used = trail.get("score_weights") or []
     weights = " ".join(f"{w:.3g}" for w in used) if len(used) == 4 else "?"
-    lexical = trail.get("lexical_redundancy")
+    # The redundancy the weights were computed with: the lexical one discounted by the embedder's reliability.
+    redundancy = trail.get("redundancy", trail.get("lexical_redundancy"))
     scores = Table(title="event scores (relevance·w1 + similarity·w2 + time·w3 + preference·w4; "
-                         f"w = {weights}, lexical redundancy {'?' if lexical is None else f'{lexical:.2f}'})",
+                         f"w = {weights}, redundancy {'?' if redundancy is None else f'{redundancy:.2f}'})",
                    show_lines=False)
     for column in ("event", "hop", "relevance", "similarity", "time", "preference", "score"):
         scores.add_column(column)

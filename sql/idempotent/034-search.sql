@@ -197,8 +197,11 @@ begin
                                       source_ids);
     -- Of that share, a cosine that only repeats the words (the hash embedder: lexical redundancy 1) leaves BM25
     -- all of it; an embedder independent of the words (redundancy 0) takes half: two independent witnesses.
+    -- What is independent of the words counts only as far as the embedder is reliable on this corpus
+    -- (sag.similarity_floors' redundancy = 1 - (1 - lexical) * reliability): an English model's cosines
+    -- between Chinese passages are independent of the words, and mostly noise.
     if text_weight is null then
-        text_weight := coverage * (1 + floors.lexical) / 2;
+        text_weight := coverage * (1 + floors.redundancy) / 2;
     end if;
     key_weight := case when adaptive_keys then least(1, 2 * (1 - coverage)) else 1 end;
     timings := timings || jsonb_build_object('coverage', sag_internal._ms_since(t));
@@ -236,7 +239,7 @@ begin
                            chunk_ids => coalesce(qc_ids, '{}'), chunk_similarities => coalesce(qc_sim, '{}'),
                            chunk_text_scores => coalesce(qc_ts, '{}'), chunk_via_vector => coalesce(qc_vv, '{}'),
                            chunk_filter => chunk_filter, key_weight => key_weight,
-                           similarity_floor => floors.chunk, lexical_redundancy => floors.lexical) r;
+                           similarity_floor => floors.chunk, lexical_redundancy => floors.redundancy) r;
     timings := timings || jsonb_build_object('rank_chunks', sag_internal._ms_since(t));
 
     if with_edges and kf_ids is not null then
@@ -250,7 +253,7 @@ begin
 
     -- The question's direct matches: its best chunks by s, then the best chunk of each key it names that
     -- made key-final (sag.spread_documents keeps them near the top).
-    direct := sag_internal._direct_matches(chunks, floors.lexical);
+    direct := sag_internal._direct_matches(chunks, floors.redundancy);
     direct := direct || array(select m.id
                                 from unnest(sag_internal._named_matches(chunks, array(select unnest(named)
                                                                                       intersect
@@ -270,6 +273,8 @@ begin
         'key_weight', key_weight,
         'similarity_floors', jsonb_build_object('chunk', floors.chunk, 'event', floors.event, 'key', floors.key),
         'lexical_redundancy', floors.lexical,
+        'embedder_reliability', floors.reliability,
+        'redundancy', floors.redundancy,
         'direct_matches', to_jsonb(direct),
         'chunks', chunks,
         'edges', edges,
@@ -286,11 +291,13 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
     'sag.expand_keys (named keys floored at named_key_floor of the strongest weight), sag.question_coverage '
     '(every cosine taken above the embedder''s chance level of the sources, sag.similarity_floors; soft_hubs: '
     'hubs can be activated, damped, see sag.activate_keys) '
-    '(text_weight NULL = coverage * (1 + lexical redundancy) / 2, see sag.calibrate_similarity; key_weight = min(1, 2 (1 - coverage)) with adaptive_keys), sag.rank_chunks.  Returns '
+    '(text_weight NULL = coverage * (1 + redundancy) / 2, redundancy = 1 - (1 - lexical redundancy) * the '
+    'embedder''s reliability, see sag.calibrate_similarity; key_weight = min(1, 2 (1 - coverage)) with adaptive_keys), sag.rank_chunks.  Returns '
     'jsonb: terms, named_keys, keys (key-final: key_id, weight, step, heaviest first), chunks (chunk_id, '
     'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text; by weight_init), coverage, '
-    'text_weight, key_weight, similarity_floors, lexical_redundancy, direct_matches (the chunks of highest s from '
-    'distinct documents, 1 + round(1 - lexical redundancy) of them, then the best chunk by weight_init of each '
+    'text_weight, key_weight, similarity_floors, lexical_redundancy, embedder_reliability, redundancy (what s reads, '
+    'sag.similarity_floors), direct_matches (the chunks of highest s from '
+    'distinct documents, 1 + round(1 - redundancy) of them, then the best chunk by weight_init of each '
     'named key in key-final: sag.spread_documents'' pinned), edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '

@@ -78,7 +78,8 @@ comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bi
 --      event_time else created_at, preference for focus) with score_weights, whose vector weight, with
 --      lexical_discount, keeps only what the cosine adds beyond the words (sag.dataflow_score_weights);
 --   6. chunks: sag.dataflow_chunks of the events (top_n, completion up to max_gap).
--- Returns jsonb: entities, type_weights, score_weights (used), lexical_redundancy, structured and vector lists,
+-- Returns jsonb: entities, type_weights, score_weights (used), lexical_redundancy, redundancy (the one used:
+-- sag.similarity_floors), structured and vector lists,
 -- initial (RRF), hops (the activation trail), events (each factor of each score, best first), chunks (reading
 -- order, completed flagged), timings_ms.
 drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
@@ -188,7 +189,7 @@ begin
     end if;
     select * into floors from sag.similarity_floors(source_ids);
     -- The vector factor without what its cosine only repeats of the words BM25 already brings in (text_weight).
-    weights_used := case when lexical_discount then sag.dataflow_score_weights(score_weights, floors.lexical, text_weight)
+    weights_used := case when lexical_discount then sag.dataflow_score_weights(score_weights, floors.redundancy, text_weight)
                          else score_weights end;
     if focus is null then
         select array_agg(f.name) into focus
@@ -314,7 +315,7 @@ begin
 
     return jsonb_build_object(
         'entities', entities, 'type_weights', weights, 'focus', coalesce(to_jsonb(focus), '[]'),
-        'score_weights', to_jsonb(weights_used), 'lexical_redundancy', floors.lexical,
+        'score_weights', to_jsonb(weights_used), 'lexical_redundancy', floors.lexical, 'redundancy', floors.redundancy,
         'structured', structured, 'vector', vector_list, 'initial', initial,
         'hops', coalesce((select jsonb_agg(jsonb_build_object('hop', h.hop, 'events', h.events) order by h.hop)
                             from (select (x ->> 'hop')::integer as hop, jsonb_agg(x) as events

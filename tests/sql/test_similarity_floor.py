@@ -78,6 +78,45 @@ def test_lexical_redundancy_is_the_correlation_with_the_words(db_conn: psycopg.C
     assert redundancy(((1, 0, 0), (0.5, math.sqrt(3) / 2, 0), (1, 0, 0))) == a(0.0)
 
 
+def test_reliability_is_how_well_the_embedder_finds_a_chunk_from_its_event(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    # Three chunks, each with one event of the same text: by the words (sag.embed_hash of that text, cosine 1
+    # with its own chunk) every event finds its chunk first.
+    texts = ("alpha beta gamma", "delta epsilon zeta", "eta theta iota")
+    axes = ((1, 0, 0), (0, 1, 0), (0, 0, 1))
+
+    def calibrated(event_axis: list[int]) -> tuple[float, float, float, float]:
+        s = g.source(f"source {event_axis}")
+        d = g.document(s, f"{s}/doc.md")
+        for i, text in enumerate(texts):
+            chunk = g.chunk(d, text, axes[i])
+            g.event(chunk, text, axes[event_axis[i]])
+        db_conn.execute("select sag.calibrate_similarity()")
+        row = db_conn.execute("select lexical, reliability, redundancy from sag.similarity_floors(array[%s]::bigint[])",
+                              [s]).fetchone()
+        words_rr = db_conn.execute(
+            "select avg(1.0 / r.words)::float8 from (select e.chunk_id, c.id, rank() over (partition by e.chunk_id "
+            "order by sag.embed_hash(e.title || E'\\n' || e.content, 3) <=> sag.embed_hash(c.title || E'\\n' || c.content, 3)) "
+            "as words from sag.events e join sag.chunks c on c.source_id = e.source_id where e.source_id = %s) r "
+            "where r.id = r.chunk_id", [s]).fetchone()[0]
+        return float(row[0]), float(row[1]), float(row[2]), float(words_rr)
+
+    # The embeddings agree: each event's vector is its own chunk's.  Reliability 1.
+    lexical, reliability, redundancy, words = calibrated([0, 1, 2])
+    assert words == a(1.0)
+    assert reliability == a(1.0)
+    assert redundancy == a(lexical)
+    # Each event's vector is the next chunk's: its own chunk ties with the third at distance 1, rank 2 (the
+    # next one is first): model MRR 1/2 against the words' 1.
+    lexical, reliability, redundancy, words = calibrated([1, 2, 0])
+    assert words == a(1.0)
+    assert reliability == a(0.5)
+    assert redundancy == a(1 - (1 - lexical) * 0.5)
+    # Without a calibration: 1, the cosine taken at its lexical redundancy alone.
+    db_conn.execute("delete from sag.settings where name = 'similarity_floors'")
+    assert db_conn.execute("select reliability, redundancy from sag.similarity_floors()").fetchone() == (1.0, 1.0)
+
+
 def test_match_keys_rescales_above_the_floor(db_conn: psycopg.Connection) -> None:
     g = GraphBuilder(db_conn)
     s = g.source("one")
