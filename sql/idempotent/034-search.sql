@@ -64,6 +64,32 @@ as $$
                      order by ck.key_id, c.w desc, c.chunk_id) h) b
 $$;
 
+-- The question's bridge: from its best passage (the first direct match), the strongest key of key-final that
+-- passage holds and the question does not name, and that key's best chunk (by weight_init) in another
+-- document.  A two-hop question names the first entity; its passage names the second (the bridge), whose own
+-- page holds the answer but shares few words with the question and, being short, less key evidence than long
+-- pages full of the neighbourhood's generic keys ("From 1945-1949 Dick Humbert played for an NFL team based in
+-- what state?": the Philadelphia Eagles page came 6th behind other NFL teams').  NULL when there is none.
+create or replace function sag_internal._bridge_match(chunks jsonb, anchor bigint, key_ids bigint[],
+                                                      key_weights float8[], named bigint[])
+returns bigint
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select h.chunk_id
+      from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
+              from jsonb_array_elements(coalesce(chunks, '[]')) e) h
+      join sag.chunks c on c.id = h.chunk_id
+      join sag.chunk_keys ck on ck.chunk_id = h.chunk_id
+      join (select u.key_id, max(u.weight) as weight
+              from unnest(key_ids, key_weights) as u(key_id, weight) group by u.key_id) k on k.key_id = ck.key_id
+     where k.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
+       and k.key_id <> all (coalesce(named, '{}'))
+       and c.document_id <> (select a.document_id from sag.chunks a where a.id = anchor)
+     order by k.weight desc, k.key_id, h.w desc, h.chunk_id
+     limit 1
+$$;
+
 create or replace function sag.retrieve(
     query text,
     query_embedding vector,
@@ -122,6 +148,7 @@ declare
     hub_events integer;
     coverage float8;
     direct bigint[];
+    bridge bigint;
     key_weight float8;
     floors record;
     unknown bigint;
@@ -252,8 +279,9 @@ begin
     end if;
 
     -- The question's direct matches: its best chunks by s, then the best chunk of each key it names that
-    -- made key-final (sag.spread_documents keeps them near the top).
+    -- made key-final, then its bridge (sag_internal._bridge_match; sag.spread_documents keeps them near the top).
     direct := sag_internal._direct_matches(chunks, floors.redundancy);
+    bridge := sag_internal._bridge_match(chunks, direct[1], kf_ids, kf_w, named);
     direct := direct || array(select m.id
                                 from unnest(sag_internal._named_matches(chunks, array(select unnest(named)
                                                                                       intersect
@@ -261,6 +289,9 @@ begin
                                      with ordinality as m(id, n)
                                where m.id <> all (direct)
                                order by m.n);
+    if bridge <> all (direct) then
+        direct := direct || bridge;
+    end if;
 
     return jsonb_build_object(
         'terms', to_jsonb(tokens),
@@ -298,7 +329,8 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
     'text_weight, key_weight, similarity_floors, lexical_redundancy, embedder_reliability, redundancy (what s reads, '
     'sag.similarity_floors), direct_matches (the chunks of highest s from '
     'distinct documents, 1 + round(1 - redundancy) of them, then the best chunk by weight_init of each '
-    'named key in key-final: sag.spread_documents'' pinned), edges '
+    'named key in key-final, then the bridge: the best chunk of another document holding the strongest '
+    'key-final key of the first direct match that the question does not name: sag.spread_documents'' pinned), edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '
     'parameters are those of the stage functions (docs/retrieval.md).';

@@ -219,3 +219,38 @@ def test_named_matches_are_the_best_chunk_of_each_named_key(db_conn: psycopg.Con
     assert named([k1]) == [c2]
     assert named([k3]) == []
     assert named([k1, k1]) == [c2]
+
+
+def test_bridge_match_follows_the_best_passages_strongest_unnamed_key(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("one")
+    start, other, third = g.document(s, "start.md"), g.document(s, "other.md"), g.document(s, "third.md")
+    anchor, sibling = g.chunk(start, "x", (1, 0, 0)), g.chunk(start, "x", (1, 0, 0))
+    o1, o2, t1 = g.chunk(other, "x", (1, 0, 0)), g.chunk(other, "x", (1, 0, 0)), g.chunk(third, "x", (1, 0, 0))
+    humbert, eagles, nfl, tigers = (g.key(s, n) for n in ("Dick Humbert", "Philadelphia Eagles", "NFL", "Tigers"))
+    g.links(g.event(anchor, "e", (1, 0, 0)), humbert, eagles, nfl)   # the question's best passage
+    g.links(g.event(sibling, "e", (1, 0, 0)), eagles)               # the same document: never the bridge
+    g.links(g.event(o1, "e", (1, 0, 0)), eagles)
+    g.links(g.event(o2, "e", (1, 0, 0)), eagles, nfl)
+    g.links(g.event(t1, "e", (1, 0, 0)), nfl, tigers)
+    chunks = Jsonb([{"chunk_id": c, "weight_init": w}
+                    for c, w in ((anchor, 0.9), (sibling, 0.95), (o1, 0.4), (o2, 0.6), (t1, 0.8))])
+
+    def bridge(keys: dict[int, float], named: list[int], start_chunk: int | None = anchor) -> int | None:
+        return db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s)",
+                               [chunks, start_chunk, list(keys), list(keys.values()), named]).fetchone()[0]
+
+    # Key-final: Humbert 0.5 (named), Eagles 0.3, NFL 0.2, Tigers 0.4 (not in the anchor).  The strongest unnamed
+    # key of the anchor is Eagles; its best chunk outside start.md is o2 (0.6 beats o1's 0.4; the sibling's
+    # 0.95 is in the anchor's own document).
+    kf = {humbert: 0.5, eagles: 0.3, nfl: 0.2, tigers: 0.4}
+    assert bridge(kf, [humbert]) == o2
+    # Unnamed, Humbert is the strongest, but no other document holds it: the next key, Eagles.
+    assert bridge(kf, []) == o2
+    # Eagles named too: NFL, whose best chunk elsewhere is t1 (0.8).
+    assert bridge(kf, [humbert, eagles]) == t1
+    # Eagles out of key-final: NFL again.
+    assert bridge({humbert: 0.5, nfl: 0.2, tigers: 0.4}, [humbert]) == t1
+    # Nothing to follow: every key of the anchor named, or no anchor at all.
+    assert bridge(kf, [humbert, eagles, nfl]) is None
+    assert bridge(kf, [humbert], None) is None
