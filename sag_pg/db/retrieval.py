@@ -68,7 +68,7 @@ class Candidates:
     edges: list[tuple[int, int, int]]  # (chunk_id, key_id, count), when asked for
     coverage: float                   # share of the question the best BM25 chunks hold (sag.question_coverage)
     key_weight: float                 # what the key evidence counts for in stage 3 (and in PageRank)
-    direct_matches: list[int]         # the question's best chunks by s, kept near the top by the final order
+    direct_matches: list[int]         # best chunks by s, of named keys, the bridge: kept near the top
     timings_ms: dict[str, float]
 
 

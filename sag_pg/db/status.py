@@ -1,4 +1,4 @@
-"""What `sag-pg db status` reports: server, pgvector, schema revision, embedder and row counts."""
+"""What `sag-pg db status` reports: server, pgvector, schema revision, embedder, its calibration and row counts."""
 
 from __future__ import annotations
 
@@ -33,4 +33,20 @@ def database_status(conn: psycopg.Connection) -> dict[str, Any]:
         status["embedder"] = row[0] if row else None
         if schema.state is migrate.SchemaState.CURRENT:
             status["counts"] = dict(conn.execute("select * from sag.table_counts()").fetchall())
+            status["calibration"] = calibration(conn)
     return status
+
+
+_CALIBRATION = """
+select s.name, f.chunk, f.lexical, f.reliability, f.redundancy
+  from sag.sources s, sag.similarity_floors(array[s.id]) f
+ where exists (select 1 from sag.settings st where st.name = 'similarity_floors' and st.value ? s.id::text)
+ order by s.name"""
+
+
+def calibration(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    """What the embedder's calibration measured per source (sag.calibrate_similarity): its chance-level cosine
+    between chunks, lexical redundancy, reliability, and the redundancy the retrieval reads."""
+    return [{"source": name, "chance_cosine": chunk, "lexical_redundancy": lexical, "reliability": reliability,
+             "redundancy": redundancy}
+            for name, chunk, lexical, reliability, redundancy in conn.execute(_CALIBRATION).fetchall()]

@@ -29,9 +29,9 @@ class KeyHit:
 @dataclass
 class ChunkHit:
     """A retrieved chunk.  ``score`` orders the results (PageRank, or ``weight_init`` without it), except that
-    a ``direct_match`` (one of the question's best chunks by its own BM25 and cosine evidence, ``s``, or the
-    best chunk of a key it names) is kept among the first three places; the other numbers are stage 3's (see
-    ``sag.rank_chunks``)."""
+    a ``direct_match`` (one of the question's best chunks by its own BM25 and cosine evidence, ``s``, the
+    best chunk of a key it names, or its bridge: the best chunk of the strongest key its best passage adds) is
+    kept among the first three places; the other numbers are stage 3's (see ``sag.rank_chunks``)."""
 
     chunk_id: int
     document_uri: str

@@ -67,9 +67,9 @@ $$;
 -- The question's bridge: from its best passage (the first direct match), the strongest key of key-final that
 -- passage holds and the question does not name, and that key's best chunk (by weight_init) in another
 -- document.  A two-hop question names the first entity; its passage names the second (the bridge), whose own
--- page holds the answer but shares few words with the question and, being short, less key evidence than long
--- pages full of the neighbourhood's generic keys ("From 1945-1949 Dick Humbert played for an NFL team based in
--- what state?": the Philadelphia Eagles page came 6th behind other NFL teams').  NULL when there is none.
+-- page holds the answer but shares few of the question's words ("The soundtrack from the film Natural Born
+-- Killers was produced by a man born in what year?": the soundtrack's page names Trent Reznor, whose page was
+-- not in the top 10 behind pages of other songs from the film).  NULL when there is none.
 create or replace function sag_internal._bridge_match(chunks jsonb, anchor bigint, key_ids bigint[],
                                                       key_weights float8[], named bigint[])
 returns bigint
@@ -289,7 +289,7 @@ begin
                                      with ordinality as m(id, n)
                                where m.id <> all (direct)
                                order by m.n);
-    if bridge <> all (direct) then
+    if bridge is not null and bridge <> all (direct) then  -- (NULL <> all of an empty array is true)
         direct := direct || bridge;
     end if;
 
