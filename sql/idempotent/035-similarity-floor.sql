@@ -33,6 +33,20 @@ as $$
      where c.cos <> 'NaN'::float8
 $$;
 
+-- The calibration's sample of one source's chunks: the floors' deterministic 60 (by hashint8 of the id), each
+-- with its stored embedding (e) and the hash embedder's of the very text that was embedded (h: the words).
+create or replace function sag_internal._calibration_sample(source_id bigint)
+returns table (id bigint, e vector, h vector)
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select c.id, c.embedding::vector,
+           sag.embed_hash(c.title || E'\n' || c.content, vector_dims(c.embedding::vector))
+      from sag.chunks c
+     where c.source_id = _calibration_sample.source_id and c.embedding is not null
+     order by hashint8(c.id) limit 60
+$$;
+
 -- Correlation of the stored cosines with the hash embedder's over the pairs of a sample of one source's
 -- chunks (the same deterministic sample as the floors); NULL for fewer than 3 chunks (no pairs to compare).
 create or replace function sag_internal._lexical_redundancy(source_id bigint)
@@ -40,12 +54,7 @@ returns float8
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-    with sample as (
-        select c.embedding::vector as e,
-               sag.embed_hash(c.title || E'\n' || c.content, vector_dims(c.embedding::vector)) as h
-          from sag.chunks c
-         where c.source_id = _lexical_redundancy.source_id and c.embedding is not null
-         order by hashint8(c.id) limit 60),
+    with sample as (select * from sag_internal._calibration_sample(_lexical_redundancy.source_id)),
     numbered as (select s.e, s.h, row_number() over () as n from sample s),
     pairs as (select 1 - (a.e <=> b.e) as model, 1 - (a.h <=> b.h) as words
                 from numbered a join numbered b on b.n > a.n)
@@ -68,12 +77,7 @@ returns float8
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-    with sample as (
-        select c.id, c.embedding::vector as e,
-               sag.embed_hash(c.title || E'\n' || c.content, vector_dims(c.embedding::vector)) as h
-          from sag.chunks c
-         where c.source_id = _embedder_reliability.source_id and c.embedding is not null
-         order by hashint8(c.id) limit 60),
+    with sample as (select * from sag_internal._calibration_sample(_embedder_reliability.source_id)),
     asked as (
         select distinct on (ev.chunk_id) ev.chunk_id, ev.embedding::vector as e,
                sag.embed_hash(ev.title || E'\n' || ev.content, vector_dims(ev.embedding::vector)) as h
