@@ -46,9 +46,10 @@ class RetrievalParams:
     document counts 1/n of its score (``sag.spread_documents``), so the top holds more documents than one
     document's repeats.
     ``direct_within``: the question's direct matches (the chunks of highest ``s`` from distinct documents, one
-    per independent witness: BM25, and the cosine when the embedder's lexical redundancy is under 0.5; then the
-    best chunk of each key the question names) whose document is not in the first ``direct_within`` places
-    move up to place ``direct_within`` (0: no move).
+    per independent witness: BM25, and the cosine when the embedder's redundancy is under 0.5; then the best
+    chunk of each key the question names; then its bridge, the best chunk elsewhere of the strongest key its
+    best passage adds) whose document is not in the first ``direct_within`` places move up to place
+    ``direct_within`` (0: no move).
     docs/retrieval.md gives the reasons for each default.
     """
 

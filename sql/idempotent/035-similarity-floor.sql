@@ -78,13 +78,16 @@ language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
     with sample as (select * from sag_internal._calibration_sample(_embedder_reliability.source_id)),
-    asked as (
-        select distinct on (ev.chunk_id) ev.chunk_id, ev.embedding::vector as e,
-               sag.embed_hash(ev.title || E'\n' || ev.content, vector_dims(ev.embedding::vector)) as h
+    picked as (
+        -- One event per chunk, chosen before hashing: DISTINCT ON computes its select list for every row.
+        select distinct on (ev.chunk_id) ev.chunk_id, ev.embedding::vector as e, ev.title, ev.content
           from sag.events ev
           join sample s on s.id = ev.chunk_id
          where ev.embedding is not null
          order by ev.chunk_id, hashint8(ev.id)),
+    asked as materialized (  -- hashed once, not once per pair of the cross join below
+        select p.chunk_id, p.e, sag.embed_hash(p.title || E'\n' || p.content, vector_dims(p.e)) as h
+          from picked p),
     ranks as (
         select a.chunk_id, s.id,
                rank() over (partition by a.chunk_id order by a.e <=> s.e) as model,

@@ -81,8 +81,9 @@ comment on function sag.dataflow_rrf(bigint[], bigint[], float8, float8, integer
     'Example: select * from sag.dataflow_rrf(array[1, 2], array[2, 3]);';
 
 -- The score weights with the vector factor's lexical part taken out (not in the seed; docs/retrieval.md,
--- DataFlow): w2' = w2 · (1 - r), r = the embedder's lexical redundancy (sag.similarity_floors: how much of its
--- cosine a bag of words already says; 1 for the hash embedder, 0.12-0.27 for MiniLM and E5).  When BM25's
+-- DataFlow): w2' = w2 · (1 - r), r = the embedder's redundancy (sag.similarity_floors: how much of its cosine a
+-- bag of words already says, the rest discounted by its reliability; 1 for the hash embedder, 0.12-0.27 for
+-- MiniLM and E5 in English).  sag.dataflow_search passes it as lexical_redundancy.  When BM25's
 -- chunks are fused into the chunk ranking (text_weight > 0) that part of the cosine repeats the words BM25
 -- already ranks by: counted twice it only dilutes the entity evidence (HotpotQA, hash embedder: R@5 75.0 with
 -- the seed's 0.3, 78.0 with 0).  Without BM25 (text_weight 0, the seed's ranking) the cosine is the only
