@@ -6,6 +6,7 @@
 drop function if exists sag_internal._bm25_score(text[], integer[], float8[], tsquery, bigint[], float8, float8, float8);
 drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8);
 drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[]);
+drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[], integer);
 drop function if exists sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[]);
 drop function if exists sag.dense_chunks(vector, bigint[], integer);
 drop function if exists sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[], integer);
@@ -60,7 +61,8 @@ create or replace function sag.bm25_chunks(
     k1 float8 default 1.2,
     b float8 default 0.75,
     chunk_filter bigint[] default null,
-    max_postings integer default null)
+    max_postings integer default null,
+    skip_common boolean default false)
 returns table (chunk_id bigint, score float8)
 language plpgsql stable parallel safe
 set search_path = pg_catalog, sag, public, pg_temp
@@ -73,6 +75,7 @@ declare
     qtfs integer[];
     idfs float8[];
     dfs float8[];
+    common boolean[];  -- held by at least half the chunks: no evidence of relevance (skip_common)
     rest float8[];     -- rest[j]: the most that terms j+1..m can add to any score (sum of qtf * idf)
     m integer;
     i integer;
@@ -110,12 +113,17 @@ begin
     avgdl := greatest(avgdl, 1e-9);  -- every chunk empty: lengths do not matter
 
     -- Lucene idf of each query term.  Terms are ordered by the most they can add to a score, qtf * idf
-    -- (since tf / (tf + K) < 1), biggest first: the rarest first.
+    -- (since tf / (tf + K) < 1), biggest first: the rarest first.  With skip_common the common terms go last
+    -- (MaxScore holds in any order: rest[j] bounds whatever terms follow j).
     with t as (select * from sag_internal._bm25_query_terms(query_tokens))
-    select array_agg(x.term order by x.ub desc, x.term), array_agg(x.qtf order by x.ub desc, x.term),
-           array_agg(x.idf order by x.ub desc, x.term), array_agg(x.df order by x.ub desc, x.term)
-      into terms, qtfs, idfs, dfs
-      from (select y.term, y.qtf, y.df, y.idf, y.qtf * y.idf as ub
+    select array_agg(x.term order by x.common, x.ub desc, x.term), array_agg(x.qtf order by x.common, x.ub desc, x.term),
+           array_agg(x.idf order by x.common, x.ub desc, x.term), array_agg(x.df order by x.common, x.ub desc, x.term),
+           array_agg(x.common order by x.common, x.ub desc, x.term)
+      into terms, qtfs, idfs, dfs, common
+      from (select y.term, y.qtf, y.df, y.idf, y.qtf * y.idf as ub,
+                   -- Robertson-Sparck Jones: a term in at least half the chunks has a relevance weight
+                   -- ln((N - df + 0.5) / (df + 0.5)) <= 0, it says nothing about which chunk is relevant.
+                   skip_common is true and y.df + 0.5 >= n - y.df + 0.5 as common
               from (select t.term, t.qtf, d.df, ln(1 + (n - d.df + 0.5) / (d.df + 0.5)) as idf
                       from t join sag.bm25_df(array(select t.term from t), source_ids) d on d.term = t.term) y
              where y.df > 0) x;
@@ -136,13 +144,15 @@ begin
     while i <= m loop
         j := i;
         batch_df := dfs[i];
-        while j < m and batch_df + dfs[j + 1] <= 64
+        while j < m and batch_df + dfs[j + 1] <= 64 and not common[j + 1]
                     and (max_postings is null or scanned + batch_df + dfs[j + 1] <= max_postings) loop
             j := j + 1;
             batch_df := batch_df + dfs[j];
         end loop;
-        -- The posting budget: common terms left once it is spent only score the chunks found so far.
+        -- The posting budget: common terms left once it is spent only score the chunks found so far; so do
+        -- the terms of no evidence (skip_common), unless no term has been scanned yet.
         exit when max_postings is not null and scanned > 0 and scanned + batch_df > max_postings;
+        exit when common[i] and scanned > 0;
         scanned := scanned + batch_df;
         select string_agg(sag_internal._lexeme_query(t)::text, ' | ')::tsquery into batch from unnest(terms[i:j]) t;
         select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
@@ -168,7 +178,7 @@ begin
     return query select u.c, u.s from unnest(best, best_scores) as u(c, s);
 end;
 $$;
-comment on function sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[], integer) is
+comment on function sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[], integer, boolean) is
     'BM25 (Lucene variant, as bm25s method="lucene") over sag.chunks.tsv: score(c) = sum over query terms t of '
     'qtf(t) * idf(t) * tf / (tf + k1 * (1 - b + b * token_count / avgdl)), idf(t) = ln(1 + (N - df + 0.5) / '
     '(df + 0.5)); N, df, avgdl over the searched sources (NULL = all); qtf = how often t is in the query.  '
@@ -177,7 +187,9 @@ comment on function sag.bm25_chunks(text[], bigint[], integer, float8, float8, b
     'chunk_filter (NULL = none): only those chunks are returned; the statistics stay those of the sources.  '
     'max_postings (NULL = exact): stop taking in new chunks once the terms scanned hold that many (rarest '
     'terms first, at least one term): the chunks found are scored exactly on every term, chunks holding only '
-    'the common terms left are missed, like Elasticsearch''s common-terms cutoff.';
+    'the common terms left are missed, like Elasticsearch''s common-terms cutoff.  skip_common: terms held by at '
+    'least half the chunks (Robertson-Sparck Jones weight ln((N - df + 0.5) / (df + 0.5)) <= 0: no evidence of '
+    'relevance) bring no chunks in, unless no other term does; they still count in the scores.';
 
 create or replace function sag.dense_chunks(
     query_embedding vector,
@@ -294,7 +306,7 @@ begin
     by_text as (
         select t.chunk_id, t.score
           from sag.bm25_chunks(query_tokens, source_ids, greatest(text_limit, 1), chunk_filter => chunk_filter,
-                               max_postings => text_max_postings) t
+                               max_postings => text_max_postings, skip_common => text_max_postings is not null) t
          where text_limit > 0
     ),
     merged as (
@@ -331,7 +343,8 @@ comment on function sag.query_chunks(vector, text[], bigint[], integer, integer,
     '(0 outside it) and s(c, Q) = (1 - text_weight) * similarity + text_weight * text_score.  Ordered by s. '
     'They seed stage 1 (sag.activate_keys: pseudo-relevance feedback and BM25 events) and are candidates of '
     'stage 3 (sag.rank_chunks).  chunk_filter (NULL = none): only those chunks.  text_max_postings: the '
-    'posting budget of sag.bm25_chunks (NULL = exact BM25), which bounds the cost on big corpora.';
+    'posting budget of sag.bm25_chunks (NULL = exact BM25), which bounds the cost on big corpora; with a budget, '
+    'terms in half the chunks or more bring no chunks in either (sag.bm25_chunks'' skip_common).';
 
 create or replace function sag.rank_chunks(
     query_embedding vector,

@@ -263,6 +263,28 @@ def test_posting_budget_takes_candidates_from_the_rarest_terms(db_conn: psycopg.
         bm25(db_conn, query, max_postings=0)
 
 
+def test_skip_common_takes_no_candidates_from_terms_in_half_the_chunks(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    doc = g.document(g.source("one"), "doc")
+    rare = [g.chunk(doc, f"zeta the filler{i}", None) for i in range(2)]
+    # "the" is in 7 of 8 chunks, "omega" in exactly half: both weigh ln((N - df + 0.5) / (df + 0.5)) <= 0 in
+    # Robertson-Sparck Jones terms, so neither brings chunks in.
+    half = [g.chunk(doc, f"omega the word{i}", None) for i in range(4)]
+    common = [g.chunk(doc, f"the the other{i}", None) for i in range(1)]
+    g.chunk(doc, "nothing here", None)
+    query = ["omega", "zeta", "the"]
+    exact = dict(bm25(db_conn, query, top_k=50))
+    assert set(exact) == set(rare + half + common)
+    # Only zeta's chunks come in, scored on every term exactly as without the cut.
+    assert bm25(db_conn, query, top_k=50, skip_common=True) == sorted(
+        [(c, pytest.approx(exact[c], rel=1e-9)) for c in rare], key=lambda x: -x[1].expected)
+    # Common terms alone: the first one is still taken, so the question is answered.
+    assert {c for c, _ in bm25(db_conn, ["omega", "the"], top_k=50, skip_common=True)} == set(half)
+    # Under half the chunks it is evidence: with one more chunk, omega (4 of 9) brings its chunks in again.
+    g.chunk(doc, "nothing there", None)
+    assert {c for c, _ in bm25(db_conn, query, top_k=50, skip_common=True)} == set(rare + half)
+
+
 @pytest.mark.parametrize("kw", [{"top_k": 0}, {"k1": -1.0}, {"b": 1.5}, {"b": -0.1}])
 def test_rejects_bad_parameters(db_conn: psycopg.Connection, kw: dict[str, object]) -> None:
     GraphBuilder(db_conn)
