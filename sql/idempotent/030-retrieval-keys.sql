@@ -280,15 +280,20 @@ as $$
          where e.w > 0
          group by ek.key_id
     ),
+    key_types as (
+        -- Each source's key-type weights, read once: not one sources lookup per activated key.
+        select coalesce(jsonb_object_agg(s.id::text, s.config -> 'key_types'), '{}') as by_source from sag.sources s
+    ),
     eligible as (
         select x.key_id, x.w, max(x.w) over () as top
           from (select a.key_id,
-                       a.w * sag_internal._key_weight(k.type, k.event_count, corpus_events, s.config -> 'key_types')
+                       a.w * sag_internal._key_weight(k.type, k.event_count, corpus_events,
+                                                      kt.by_source -> k.source_id::text)
                            * case when k.event_count <= max_key_events then 1
                                   else (max_key_events::float8 / k.event_count) ^ 2 end as w
                   from activated a
                   join sag.keys k on k.id = a.key_id
-                  join sag.sources s on s.id = k.source_id
+                  cross join key_types kt
                  where (k.event_count <= max_key_events or soft_hubs)
                    and (source_ids is null or k.source_id = any (source_ids))) x
          where x.w > 0
