@@ -47,8 +47,8 @@ class RetrievalParams:
     document's repeats.
     ``direct_within``: the question's direct matches (the chunks of highest ``s`` from distinct documents, one
     per independent witness: BM25, and the cosine when the embedder's redundancy is under 0.5; then the best
-    chunk of each key the question names; then its bridge, the best chunk elsewhere of the strongest key its
-    best passage adds) whose document is not in the first ``direct_within`` places move up to place
+    chunk of each key the question names; then its bridge, a chunk elsewhere of the strongest key its best
+    passage adds, of the page titled with the key's name first) whose document is not in the first ``direct_within`` places move up to place
     ``direct_within`` (0: no move).
     docs/retrieval.md gives the reasons for each default.
     """

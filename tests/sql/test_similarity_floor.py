@@ -254,3 +254,28 @@ def test_bridge_match_follows_the_best_passages_strongest_unnamed_key(db_conn: p
     # Nothing to follow: every key of the anchor named, or no anchor at all.
     assert bridge(kf, [humbert, eagles, nfl]) is None
     assert bridge(kf, [humbert], None) is None
+
+
+def test_bridge_match_prefers_the_page_about_the_key(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("one")
+    start = g.document(s, "start.md", "Dick Humbert")
+    season = g.document(s, "season.md", "1946 NFL season")
+    team = g.document(s, "team.md", "Eagles")
+    anchor = g.chunk(start, "x", (1, 0, 0))
+    in_season, in_team = g.chunk(season, "x", (1, 0, 0)), g.chunk(team, "x", (1, 0, 0))
+    humbert, eagles = g.key(s, "Dick Humbert"), g.key(s, "Eagles")
+    g.links(g.event(anchor, "e", (1, 0, 0)), humbert, eagles)
+    g.links(g.event(in_season, "e", (1, 0, 0)), eagles)
+    g.links(g.event(in_team, "e", (1, 0, 0)), eagles)
+
+    def bridge(weights: dict[int, float]) -> int | None:
+        chunks = Jsonb([{"chunk_id": c, "weight_init": w} for c, w in weights.items()])
+        return db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s)",
+                               [chunks, anchor, [humbert, eagles], [0.6, 0.4], [humbert]]).fetchone()[0]
+
+    # The season's page weighs more, but the page titled with the key's name is about it: the bridge.
+    assert bridge({anchor: 0.9, in_season: 0.7, in_team: 0.2}) == in_team
+    # Without a page about the key, the heavier chunk holding it.
+    db_conn.execute("update sag.documents set title = 'Philadelphia' where id = %s", [team])
+    assert bridge({anchor: 0.9, in_season: 0.7, in_team: 0.2}) == in_season
