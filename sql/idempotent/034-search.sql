@@ -48,8 +48,9 @@ as $$
              limit 1 + round(1 - coalesce(lexical_redundancy, 1))::integer) b
 $$;
 
--- The best chunk (by weight_init) holding each key the question names, best first: every entity a question
--- asks about leads to one of its passages near the top, as the named-key floor leads activation to it.
+-- The chunk of each key the question names, best first: the page about it (a document titled with its name)
+-- when a candidate is one, else the heaviest (weight_init) holding it.  Every entity a question asks about
+-- leads to one of its passages near the top, as the named-key floor leads activation to it.
 create or replace function sag_internal._named_matches(chunks jsonb, key_ids bigint[])
 returns bigint[]
 language sql stable
@@ -61,7 +62,10 @@ as $$
                       from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
                               from jsonb_array_elements(coalesce(chunks, '[]')) e) c
                       join sag.chunk_keys ck on ck.chunk_id = c.chunk_id and ck.key_id = any (coalesce(key_ids, '{}'))
-                     order by ck.key_id, c.w desc, c.chunk_id) h) b
+                      join sag.keys k on k.id = ck.key_id
+                      join sag.chunks ch on ch.id = c.chunk_id
+                      join sag.documents d on d.id = ch.document_id
+                     order by ck.key_id, sag_internal._fold_word(d.title) = k.normalized desc, c.w desc, c.chunk_id) h) b
 $$;
 
 -- The question's bridge: from its best passage (the first direct match), the strongest key of key-final that
@@ -331,8 +335,8 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
     'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text; by weight_init), coverage, '
     'text_weight, key_weight, similarity_floors, lexical_redundancy, embedder_reliability, redundancy (what s reads, '
     'sag.similarity_floors), direct_matches (the chunks of highest s from '
-    'distinct documents, 1 + round(1 - redundancy) of them, then the best chunk by weight_init of each '
-    'named key in key-final, then the bridge: the chunk of another document holding the strongest '
+    'distinct documents, 1 + round(1 - redundancy) of them, then the chunk of each named key in key-final '
+    '(of a document titled with its name first, then by weight_init), then the bridge: the chunk of another document holding the strongest '
     'key-final key of the first direct match that the question does not name, a document titled with its name '
     'first, then by weight_init: sag.spread_documents'' pinned), edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '

@@ -197,7 +197,7 @@ def test_direct_matches_are_the_best_s_of_distinct_documents(db_conn: psycopg.Co
     assert direct(0.0) == [a1, b1]
 
 
-def test_named_matches_are_the_best_chunk_of_each_named_key(db_conn: psycopg.Connection) -> None:
+def test_named_matches_are_the_page_about_or_the_best_chunk_of_each_named_key(db_conn: psycopg.Connection) -> None:
     g = GraphBuilder(db_conn)
     s = g.source("one")
     doc = g.document(s, "a.md")
@@ -219,6 +219,12 @@ def test_named_matches_are_the_best_chunk_of_each_named_key(db_conn: psycopg.Con
     assert named([k1]) == [c2]
     assert named([k3]) == []
     assert named([k1, k1]) == [c2]
+    # A page about Ada (its document titled "Ada") is her chunk, lighter as it is.
+    about = g.chunk(g.document(s, "ada.md", "Ada"), "x", (1, 0, 0))
+    g.links(g.event(about, "e", (1, 0, 0)), k1)
+    chunks = Jsonb([{"chunk_id": c1, "weight_init": 0.3}, {"chunk_id": c2, "weight_init": 0.5},
+                    {"chunk_id": c3, "weight_init": 0.9}, {"chunk_id": about, "weight_init": 0.1}])
+    assert named([k1, k2]) == [c3, about]
 
 
 def test_bridge_match_follows_the_best_passages_strongest_unnamed_key(db_conn: psycopg.Connection) -> None:
