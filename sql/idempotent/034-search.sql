@@ -68,32 +68,38 @@ as $$
                      order by ck.key_id, sag_internal._fold_word(d.title) = k.normalized desc, c.w desc, c.chunk_id) h) b
 $$;
 
--- The question's bridge: from its best passage (the first direct match), the strongest key of key-final that
--- passage holds and the question does not name, and that key's chunk in another document: one whose
--- document is titled with the key's name first (the page about it, not a page that mentions it: "Philadelphia
--- Eagles", not "1946 NFL season"), then by weight_init.  A two-hop question names the first entity; its passage names the second (the bridge), whose own
--- page holds the answer but shares few of the question's words ("The soundtrack from the film Natural Born
--- Killers was produced by a man born in what year?": the soundtrack's page names Trent Reznor, whose page was
--- not in the top 10 behind pages of other songs from the film).  NULL when there is none.
+-- The question's bridge: from its best passage (the first direct match), a key of key-final that passage
+-- holds and the question does not name, and that key's chunk in another document.  The page about a key (a
+-- document titled with its name: "Philadelphia Eagles", not "1946 NFL season", which mentions it) comes first:
+-- the strongest such key with a page about it among the candidates, its page; else the strongest key, its
+-- heaviest chunk (weight_init).  A two-hop question names the first entity; its passage names the second
+-- (the bridge), whose own page holds the answer but shares few of the question's words ("The soundtrack from
+-- the film Natural Born Killers was produced by a man born in what year?": the soundtrack's page names Trent
+-- Reznor, whose page was not in the top 10 behind pages of other songs from the film).  NULL when there is
+-- none.
 create or replace function sag_internal._bridge_match(chunks jsonb, anchor bigint, key_ids bigint[],
                                                       key_weights float8[], named bigint[])
 returns bigint
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
-    select h.chunk_id
-      from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
-              from jsonb_array_elements(coalesce(chunks, '[]')) e) h
-      join sag.chunks c on c.id = h.chunk_id
-      join sag.documents d on d.id = c.document_id
-      join sag.chunk_keys ck on ck.chunk_id = h.chunk_id
-      join (select u.key_id, max(u.weight) as weight
-              from unnest(key_ids, key_weights) as u(key_id, weight) group by u.key_id) k on k.key_id = ck.key_id
-      join sag.keys kk on kk.id = k.key_id
-     where k.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
-       and k.key_id <> all (coalesce(named, '{}'))
-       and c.document_id <> (select a.document_id from sag.chunks a where a.id = anchor)
-     order by k.weight desc, k.key_id, sag_internal._fold_word(d.title) = kk.normalized desc, h.w desc, h.chunk_id
+    select x.chunk_id
+      from (select h.chunk_id, h.w, k.key_id, k.weight,
+                   sag_internal._fold_word(d.title) = kk.normalized as about
+              from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
+                      from jsonb_array_elements(coalesce(chunks, '[]')) e) h
+              join sag.chunks c on c.id = h.chunk_id
+              join sag.documents d on d.id = c.document_id
+              join sag.chunk_keys ck on ck.chunk_id = h.chunk_id
+              join (select u.key_id, max(u.weight) as weight
+                      from unnest(key_ids, key_weights) as u(key_id, weight) group by u.key_id) k
+                on k.key_id = ck.key_id
+              join sag.keys kk on kk.id = k.key_id
+             where k.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
+               and k.key_id <> all (coalesce(named, '{}'))
+               and c.document_id <> (select a.document_id from sag.chunks a where a.id = anchor)) x
+     order by bool_or(x.about) over (partition by x.key_id) desc, x.weight desc, x.key_id, x.about desc, x.w desc,
+              x.chunk_id
      limit 1
 $$;
 
@@ -336,9 +342,10 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
     'text_weight, key_weight, similarity_floors, lexical_redundancy, embedder_reliability, redundancy (what s reads, '
     'sag.similarity_floors), direct_matches (the chunks of highest s from '
     'distinct documents, 1 + round(1 - redundancy) of them, then the chunk of each named key in key-final '
-    '(of a document titled with its name first, then by weight_init), then the bridge: the chunk of another document holding the strongest '
-    'key-final key of the first direct match that the question does not name, a document titled with its name '
-    'first, then by weight_init: sag.spread_documents'' pinned), edges '
+    '(of a document titled with its name first, then by weight_init), then the bridge: of the key-final keys of the first '
+    'direct match that the question does not name, the strongest with a candidate page about it (a document '
+    'titled with its name), that page; else the strongest, its heaviest chunk in another document: '
+    'sag.spread_documents'' pinned), edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '
     'parameters are those of the stage functions (docs/retrieval.md).';

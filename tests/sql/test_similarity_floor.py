@@ -285,3 +285,13 @@ def test_bridge_match_prefers_the_page_about_the_key(db_conn: psycopg.Connection
     # Without a page about the key, the heavier chunk holding it.
     db_conn.execute("update sag.documents set title = 'Philadelphia' where id = %s", [team])
     assert bridge({anchor: 0.9, in_season: 0.7, in_team: 0.2}) == in_season
+    # A weaker key of the passage with a page about it wins over the strongest key without one.
+    coach = g.key(s, "Coach")
+    about_coach = g.chunk(g.document(s, "coach.md", "Coach"), "x", (1, 0, 0))
+    g.links(g.event(anchor, "e", (1, 0, 0)), coach)
+    g.links(g.event(about_coach, "e", (1, 0, 0)), coach)
+    weights = {anchor: 0.9, in_season: 0.7, in_team: 0.2, about_coach: 0.1}
+    chunks = Jsonb([{"chunk_id": c, "weight_init": w} for c, w in weights.items()])
+    assert db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s)",
+                           [chunks, anchor, [humbert, eagles, coach], [0.6, 0.4, 0.1], [humbert]]
+                           ).fetchone()[0] == about_coach
