@@ -103,6 +103,34 @@ as $$
      limit 1
 $$;
 
+-- The question's second bridge: the page about another key of its best passage.  Of the passage's key-final
+-- keys that the question does not name, the strongest with a candidate page about it (a document titled with
+-- its name) outside the passage's document and the first bridge's; that page.  A passage often names two
+-- entities the question may lead through ("... directed by X, starring Y"); the first bridge takes one.  Pages
+-- only, not a chunk that merely mentions the key; NULL when there is none.
+create or replace function sag_internal._second_bridge(chunks jsonb, anchor bigint, key_ids bigint[],
+                                                       key_weights float8[], named bigint[], first_bridge bigint)
+returns bigint
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select h.chunk_id
+      from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
+              from jsonb_array_elements(coalesce(chunks, '[]')) e) h
+      join sag.chunks c on c.id = h.chunk_id
+      join sag.documents d on d.id = c.document_id
+      join sag.chunk_keys ck on ck.chunk_id = h.chunk_id
+      join (select u.key_id, max(u.weight) as weight
+              from unnest(key_ids, key_weights) as u(key_id, weight) group by u.key_id) k on k.key_id = ck.key_id
+      join sag.keys kk on kk.id = k.key_id
+     where k.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
+       and k.key_id <> all (coalesce(named, '{}'))
+       and sag_internal._fold_word(d.title) = kk.normalized
+       and c.document_id not in (select a.document_id from sag.chunks a where a.id in (anchor, first_bridge))
+     order by k.weight desc, k.key_id, h.w desc, h.chunk_id
+     limit 1
+$$;
+
 create or replace function sag.retrieve(
     query text,
     query_embedding vector,
@@ -292,7 +320,8 @@ begin
     end if;
 
     -- The question's direct matches: its best chunks by s, then the best chunk of each key it names that
-    -- made key-final, then its bridge (sag_internal._bridge_match; sag.spread_documents keeps them near the top).
+    -- made key-final, then its bridges (sag_internal._bridge_match, _second_bridge; sag.spread_documents keeps
+    -- them near the top).
     direct := sag_internal._direct_matches(chunks, floors.redundancy);
     bridge := sag_internal._bridge_match(chunks, direct[1], kf_ids, kf_w, named);
     direct := direct || array(select m.id
@@ -304,6 +333,10 @@ begin
                                order by m.n);
     if bridge is not null and bridge <> all (direct) then  -- (NULL <> all of an empty array is true)
         direct := direct || bridge;
+        bridge := sag_internal._second_bridge(chunks, direct[1], kf_ids, kf_w, named, bridge);
+        if bridge is not null and bridge <> all (direct) then
+            direct := direct || bridge;
+        end if;
     end if;
 
     return jsonb_build_object(
@@ -345,6 +378,7 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
     '(of a document titled with its name first, then by weight_init), then the bridge: of the key-final keys of the first '
     'direct match that the question does not name, the strongest with a candidate page about it (a document '
     'titled with its name), that page; else the strongest, its heaviest chunk in another document: '
+    'then the second bridge, the page about the next such key (sag_internal._second_bridge): '
     'sag.spread_documents'' pinned), edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '

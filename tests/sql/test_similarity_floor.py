@@ -295,3 +295,34 @@ def test_bridge_match_prefers_the_page_about_the_key(db_conn: psycopg.Connection
     assert db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s)",
                            [chunks, anchor, [humbert, eagles, coach], [0.6, 0.4, 0.1], [humbert]]
                            ).fetchone()[0] == about_coach
+
+
+def test_second_bridge_is_the_page_about_the_next_key(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("one")
+    start = g.document(s, "start.md", "Film")
+    director, actor, studio = g.key(s, "Director"), g.key(s, "Actor"), g.key(s, "Studio")
+    film = g.key(s, "Film")
+    anchor = g.chunk(start, "x", (1, 0, 0))
+    g.links(g.event(anchor, "e", (1, 0, 0)), film, director, actor, studio)
+    about_director = g.chunk(g.document(s, "d.md", "Director"), "x", (1, 0, 0))
+    about_actor = g.chunk(g.document(s, "a.md", "Actor"), "x", (1, 0, 0))
+    mentions_studio = g.chunk(g.document(s, "s.md", "Some studio history"), "x", (1, 0, 0))
+    g.links(g.event(about_director, "e", (1, 0, 0)), director)
+    g.links(g.event(about_actor, "e", (1, 0, 0)), actor)
+    g.links(g.event(mentions_studio, "e", (1, 0, 0)), studio)
+    chunks = Jsonb([{"chunk_id": c, "weight_init": w} for c, w in
+                    ((anchor, 0.9), (about_director, 0.2), (about_actor, 0.1), (mentions_studio, 0.8))])
+    keys = {film: 0.5, studio: 0.4, director: 0.3, actor: 0.2}
+
+    def second(first: int | None, named: list[int]) -> int | None:
+        return db_conn.execute("select sag_internal._second_bridge(%s, %s, %s, %s, %s, %s)",
+                               [chunks, anchor, list(keys), list(keys.values()), named, first]).fetchone()[0]
+
+    # The first bridge took the director's page: the next key with a page about it is the actor, whatever
+    # the heavier chunk that only mentions the studio.
+    assert second(about_director, [film]) == about_actor
+    # Named keys are not followed; with the actor named too, nothing is left.
+    assert second(about_director, [film, actor]) is None
+    # Without a first bridge (NULL), the strongest key with a page.
+    assert second(None, [film]) == about_director
