@@ -46,10 +46,10 @@ class RetrievalParams:
     document counts 1/n of its score (``sag.spread_documents``), so the top holds more documents than one
     document's repeats.
     ``direct_within``: the question's direct matches (the chunks of highest ``s`` from distinct documents, one
-    per independent witness: BM25, and the cosine when the embedder's redundancy is under 0.5; then the best
-    chunk of each key the question names; then its bridge, a chunk elsewhere of the strongest key its best
-    passage adds, of the page titled with the key's name first) whose document is not in the first ``direct_within`` places move up to place
-    ``direct_within`` (0: no move).
+    per independent witness: BM25, and the cosine when the embedder's redundancy is under 0.5; then, for each
+    key the question names, its page (a document titled with its name) or its best chunk; then its bridges,
+    the pages about the keys its best passage adds) whose document is not in the first ``direct_within``
+    places move up to place ``direct_within`` (0: no move).
     docs/retrieval.md gives the reasons for each default.
     """
 
