@@ -48,6 +48,23 @@ as $$
              limit 1 + round(1 - coalesce(lexical_redundancy, 1))::integer) b
 $$;
 
+-- The pages about keys: documents of the key's source titled with its name (the title folded as key names
+-- are, sag_internal._fold_word).  An encyclopedia's page is about its title's entity; other pages only mention
+-- it.  Looked up by an expression index, one probe a key: folding every candidate's title cost 0.4 ms a
+-- question.  (The index holds _fold_word's results: were its body ever changed, reindex it.)
+create index if not exists documents_title_key_idx on sag.documents (source_id, sag_internal._fold_word(title));
+
+create or replace function sag_internal._pages_about(key_ids bigint[])
+returns table (key_id bigint, document_id bigint)
+language sql stable
+set search_path = pg_catalog, sag, public, pg_temp
+as $$
+    select k.id, d.id
+      from sag.keys k
+      join sag.documents d on d.source_id = k.source_id and sag_internal._fold_word(d.title) = k.normalized
+     where k.id = any (coalesce(key_ids, '{}')) and k.normalized <> ''
+$$;
+
 -- The chunk of each key the question names, best first: the page about it (a document titled with its name)
 -- when a candidate is one, else the heaviest (weight_init) holding it.  Every entity a question asks about
 -- leads to one of its passages near the top, as the named-key floor leads activation to it.
@@ -62,10 +79,10 @@ as $$
                       from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
                               from jsonb_array_elements(coalesce(chunks, '[]')) e) c
                       join sag.chunk_keys ck on ck.chunk_id = c.chunk_id and ck.key_id = any (coalesce(key_ids, '{}'))
-                      join sag.keys k on k.id = ck.key_id
                       join sag.chunks ch on ch.id = c.chunk_id
-                      join sag.documents d on d.id = ch.document_id
-                     order by ck.key_id, sag_internal._fold_word(d.title) = k.normalized desc, c.w desc, c.chunk_id) h) b
+                      left join sag_internal._pages_about(key_ids) p
+                        on p.key_id = ck.key_id and p.document_id = ch.document_id
+                     order by ck.key_id, p.document_id is not null desc, c.w desc, c.chunk_id) h) b
 $$;
 
 -- The question's bridge: from its best passage (the first direct match), a key of key-final that passage
@@ -84,17 +101,17 @@ language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select x.chunk_id
-      from (select h.chunk_id, h.w, k.key_id, k.weight,
-                   sag_internal._fold_word(d.title) = kk.normalized as about
+      from (select h.chunk_id, h.w, k.key_id, k.weight, p.document_id is not null as about
               from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
                       from jsonb_array_elements(coalesce(chunks, '[]')) e) h
               join sag.chunks c on c.id = h.chunk_id
-              join sag.documents d on d.id = c.document_id
               join sag.chunk_keys ck on ck.chunk_id = h.chunk_id
               join (select u.key_id, max(u.weight) as weight
                       from unnest(key_ids, key_weights) as u(key_id, weight) group by u.key_id) k
                 on k.key_id = ck.key_id
-              join sag.keys kk on kk.id = k.key_id
+              left join sag_internal._pages_about(array(select a.key_id from sag.chunk_keys a
+                                                          where a.chunk_id = anchor)) p
+                on p.key_id = k.key_id and p.document_id = c.document_id
              where k.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
                and k.key_id <> all (coalesce(named, '{}'))
                and c.document_id <> (select a.document_id from sag.chunks a where a.id = anchor)) x
@@ -118,14 +135,13 @@ as $$
       from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
               from jsonb_array_elements(coalesce(chunks, '[]')) e) h
       join sag.chunks c on c.id = h.chunk_id
-      join sag.documents d on d.id = c.document_id
       join sag.chunk_keys ck on ck.chunk_id = h.chunk_id
       join (select u.key_id, max(u.weight) as weight
               from unnest(key_ids, key_weights) as u(key_id, weight) group by u.key_id) k on k.key_id = ck.key_id
-      join sag.keys kk on kk.id = k.key_id
+      join sag_internal._pages_about(array(select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)) p
+        on p.key_id = k.key_id and p.document_id = c.document_id
      where k.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
        and k.key_id <> all (coalesce(named, '{}'))
-       and sag_internal._fold_word(d.title) = kk.normalized
        and c.document_id not in (select a.document_id from sag.chunks a where a.id in (anchor, first_bridge))
      order by k.weight desc, k.key_id, h.w desc, h.chunk_id
      limit 1
