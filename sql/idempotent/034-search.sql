@@ -206,6 +206,8 @@ declare
     coverage float8;
     direct bigint[];
     bridge bigint;
+    named_chunks bigint[];  -- the chunk of each named key in key-final (sag_internal._named_matches)
+    named_chunk bigint;
     key_weight float8;
     floors record;
     unknown bigint;
@@ -335,18 +337,16 @@ begin
         timings := timings || jsonb_build_object('edges', sag_internal._ms_since(t));
     end if;
 
-    -- The question's direct matches: its best chunks by s, then the best chunk of each key it names that
-    -- made key-final, then its bridges (sag_internal._bridge_match, _second_bridge; sag.spread_documents keeps
-    -- them near the top).
+    -- The question's direct matches (sag.spread_documents keeps them near the top): its best chunks by s; the
+    -- chunk of each key it names that made key-final (its page first); the best passage's bridges
+    -- (sag_internal._bridge_match, then _second_bridge); then, from each named key's chunk, the page about its
+    -- strongest unnamed key (_second_bridge without a first): the question names A, A's page names B, and
+    -- B's page holds the answer.
     direct := sag_internal._direct_matches(chunks, floors.redundancy);
     bridge := sag_internal._bridge_match(chunks, direct[1], kf_ids, kf_w, named);
-    direct := direct || array(select m.id
-                                from unnest(sag_internal._named_matches(chunks, array(select unnest(named)
-                                                                                      intersect
-                                                                                      select unnest(kf_ids))))
-                                     with ordinality as m(id, n)
-                               where m.id <> all (direct)
-                               order by m.n);
+    named_chunks := sag_internal._named_matches(chunks, array(select unnest(named) intersect select unnest(kf_ids)));
+    direct := direct || array(select m.id from unnest(named_chunks) with ordinality as m(id, n)
+                               where m.id <> all (direct) order by m.n);
     if bridge is not null and bridge <> all (direct) then  -- (NULL <> all of an empty array is true)
         direct := direct || bridge;
         bridge := sag_internal._second_bridge(chunks, direct[1], kf_ids, kf_w, named, bridge);
@@ -354,6 +354,13 @@ begin
             direct := direct || bridge;
         end if;
     end if;
+    for named_chunk in select m.id from unnest(named_chunks) with ordinality as m(id, n)
+                        where m.id is distinct from direct[1] order by m.n loop
+        bridge := sag_internal._second_bridge(chunks, named_chunk, kf_ids, kf_w, named, null);
+        if bridge is not null and bridge <> all (direct) then
+            direct := direct || bridge;
+        end if;
+    end loop;
 
     return jsonb_build_object(
         'terms', to_jsonb(tokens),
@@ -394,8 +401,8 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
     '(of a document titled with its name first, then by weight_init), then the bridge: of the key-final keys of the first '
     'direct match that the question does not name, the strongest with a candidate page about it (a document '
     'titled with its name), that page; else the strongest, its heaviest chunk in another document: '
-    'then the second bridge, the page about the next such key (sag_internal._second_bridge): '
-    'sag.spread_documents'' pinned), edges '
+    'then the second bridge, the page about the next such key (sag_internal._second_bridge), then from each '
+    'named key''s chunk the page about its strongest unnamed key-final key: sag.spread_documents'' pinned), edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '
     'parameters are those of the stage functions (docs/retrieval.md).';

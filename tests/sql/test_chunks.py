@@ -425,3 +425,28 @@ def test_search_keeps_the_direct_match_among_the_first_three(db_conn: psycopg.Co
     hits = retrieve(db_conn, query, np.array([1, 0, 0], dtype=np.float32), source_ids=[s], use_pagerank=False).chunks
     assert [h.chunk_id for h in hits] == got
     assert [h.direct_match for h in hits] == [c == answer for c in got]
+
+
+def test_a_named_entitys_page_leads_to_the_page_about_what_it_names(db_conn: psycopg.Connection) -> None:
+    g = GraphBuilder(db_conn)
+    s = g.source("wiki")
+    zorvan, quillet = g.key(s, "Zorvan"), g.key(s, "Quillet")
+    # The question's best passage by s shares its words and direction and holds no key: no bridge from it.
+    noise = g.chunk(g.document(s, "noise.md", "Noise"), "when was it founded founded", (1, 0, 0))
+    g.event(noise, "when was it founded", (1, 0, 0))
+    # The page about the entity the question names; it names the company ...
+    about_zorvan = g.chunk(g.document(s, "zorvan.md", "Zorvan"), "zorvan built the quillet works", (0.6, 0.8, 0))
+    g.links(g.event(about_zorvan, "Zorvan built the Quillet works", (0.6, 0.8, 0)), zorvan, quillet)
+    # ... whose own page holds the answer, with none of the question's words.
+    about_quillet = g.chunk(g.document(s, "quillet.md", "Quillet"), "quillet opened 1901", (0, 0.6, 0.8))
+    g.links(g.event(about_quillet, "Quillet opened in 1901", (0, 0.6, 0.8)), quillet)
+    result = db_conn.execute("select sag.retrieve(%s, %s::vector, array[%s]::bigint[])",
+                             ["When was the works of Zorvan founded?", Q, s]).fetchone()[0]
+    assert result["named_keys"] == [zorvan]
+    assert result["direct_matches"] == [noise, about_zorvan, about_quillet]
+    # Without a page about the company, nothing is followed from Zorvan's page.
+    db_conn.execute("update sag.documents set title = 'Opening years' where id = (select document_id from "
+                    "sag.chunks where id = %s)", [about_quillet])
+    result = db_conn.execute("select sag.retrieve(%s, %s::vector, array[%s]::bigint[])",
+                             ["When was the works of Zorvan founded?", Q, s]).fetchone()[0]
+    assert result["direct_matches"] == [noise, about_zorvan]
