@@ -249,11 +249,14 @@ def test_an_unreadable_subdirectory_is_named_and_skipped(shared_tmp: Path) -> No
     for path in (shared_tmp / "ok", shared_tmp / "ok" / "a.md", shared_tmp / "locked" / "b.md"):
         path.chmod(0o755)
     (shared_tmp / "locked").chmod(0)
-    # root reads anything: read the tree as an unprivileged user then (as every user would see it).
-    user = {"user": 65534, "group": 65534} if os.geteuid() == 0 else {}
+    # root reads anything: read the tree without the capabilities that let it (as every other user would see
+    # it).  Dropping them (util-linux setpriv) rather than switching to an unprivileged user keeps the
+    # interpreter reachable when it lives under a private home such as /root (mode 700).
+    as_user = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"] if os.geteuid() == 0 else []
     inside = shared_tmp / "locked" / "b.md"  # named on the command line: cannot even be looked at
-    done = subprocess.run([sys.executable, "-c", _READ_TREE, str(shared_tmp), str(inside)], capture_output=True,
-                          text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent, check=False, **user)
+    done = subprocess.run([*as_user, sys.executable, "-c", _READ_TREE, str(shared_tmp), str(inside)],
+                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent,
+                          check=False)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["stored"] == [f"{shared_tmp.name}/ok/a.md"]  # relative to the folder named
