@@ -85,15 +85,17 @@ set enable_sort = off
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
 as $$
+declare
+    q halfvec := query_embedding::halfvec;  -- cast once, not per row
 begin
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
     return query
     select x.id, x.distance
-      from (select k.id, k.embedding <=> query_embedding as distance
+      from (select k.id, k.embedding <=> q as distance
               from sag.keys k
              where k.embedding is not null
                and (source_ids is null or k.source_id = any (source_ids))
-             order by k.embedding <=> query_embedding
+             order by k.embedding <=> q
              limit lim) x
      where x.distance <> 'NaN'::float8;
 end;
@@ -108,12 +110,14 @@ set enable_sort = off
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
 as $$
+declare
+    q halfvec := query_embedding::halfvec;  -- cast once, not per row
 begin
     if event_filter is not null and cardinality(event_filter) <= 1000 then
         -- Exact over the allowed events (materialized first, so the planner cannot pick the HNSW index).
         return query
         with allowed as materialized (
-            select e.id, e.embedding <=> query_embedding as distance
+            select e.id, e.embedding <=> q as distance
               from sag.events e
              where e.id in (select unnest(event_filter))
                and e.embedding is not null
@@ -127,12 +131,12 @@ begin
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
     return query
     select x.id, x.distance
-      from (select e.id, e.embedding <=> query_embedding as distance
+      from (select e.id, e.embedding <=> q as distance
               from sag.events e
              where e.embedding is not null
                and (source_ids is null or e.source_id = any (source_ids))
                and (event_filter is null or e.id in (select unnest(event_filter)))
-             order by e.embedding <=> query_embedding
+             order by e.embedding <=> q
              limit lim) x
      where x.distance <> 'NaN'::float8;
 end;
@@ -147,11 +151,13 @@ set enable_sort = off
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
 as $$
+declare
+    q halfvec := query_embedding::halfvec;  -- cast once, not per row
 begin
     if chunk_filter is not null and cardinality(chunk_filter) <= 1000 then
         return query
         with allowed as materialized (
-            select c.id, c.embedding <=> query_embedding as distance
+            select c.id, c.embedding <=> q as distance
               from sag.chunks c
              where c.id in (select unnest(chunk_filter))
                and c.embedding is not null
@@ -165,12 +171,12 @@ begin
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
     return query
     select x.id, x.distance
-      from (select c.id, c.embedding <=> query_embedding as distance
+      from (select c.id, c.embedding <=> q as distance
               from sag.chunks c
              where c.embedding is not null
                and (source_ids is null or c.source_id = any (source_ids))
                and (chunk_filter is null or c.id in (select unnest(chunk_filter)))
-             order by c.embedding <=> query_embedding
+             order by c.embedding <=> q
              limit lim) x
      where x.distance <> 'NaN'::float8;
 end;
@@ -335,6 +341,7 @@ set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
+    qh halfvec := query_embedding::halfvec;  -- the columns' type, cast once (not per row)
     ev_ids bigint[];
     ev_w float8[];
     -- Weight of the BM25 part in an event's relevance: only when the query's chunks are given.
@@ -444,7 +451,7 @@ begin
         select r.event_id, r.w
           from (select se.event_id,
                        se.w_ek * ((1 - etw) * coalesce(e1.sim,
-                                      (select greatest(0, (1 - coalesce(nullif(x.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
+                                      (select greatest(0, (1 - coalesce(nullif(x.embedding <=> qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
                                          from sag.events x where x.id = se.event_id))
                                   + etw * coalesce(qc.ts, 0)) as w
                   from seed_events se
@@ -456,7 +463,7 @@ begin
         -- Empty intersection: the seed keys' events (the event_limit with the largest W_event-key),
         -- with e1 computed exactly for them.
         select s.event_id,
-               s.w_ek * ((1 - etw) * greatest(0, (1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
+               s.w_ek * ((1 - etw) * greatest(0, (1 - coalesce(nullif(e.embedding <=> qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
                          + etw * coalesce(qc.ts, 0)) as w
           from (select se.event_id, se.chunk_id, se.w_ek from seed_events se
                  where not exists (select 1 from intersected)
@@ -471,7 +478,7 @@ begin
         select r.event_id, r.w
           from (select e1.event_id,
                        (1 - etw) * coalesce(e1.sim,
-                                      greatest(0, (1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)))
+                                      greatest(0, (1 - coalesce(nullif(e.embedding <=> qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)))
                        + etw * coalesce(qc.ts, 0) as w
                   from e1
                   join sag.events e on e.id = e1.event_id

@@ -37,6 +37,7 @@ set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
+    qh halfvec := query_embedding::halfvec;  -- the columns' type, cast once (not per row)
     acc_ids bigint[];      -- accumulated key-final: first step, largest weight
     acc_w float8[];
     acc_steps integer[];
@@ -109,7 +110,7 @@ begin
         -- F and e.
         select array_agg(x.event_id), array_agg(x.w) into ev_ids, ev_w
           from (select ev.event_id,
-                       ev.w_ek * greatest(0, (1 - coalesce(nullif(e.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as w
+                       ev.w_ek * greatest(0, (1 - coalesce(nullif(e.embedding <=> qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as w
                   from (select ek.event_id, sum(f.w) as w_ek
                           from unnest(f_ids, f_w) as f(key_id, w)
                           join sag.keys k on k.id = f.key_id

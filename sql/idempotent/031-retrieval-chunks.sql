@@ -20,6 +20,20 @@ drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], inte
 drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
                                         integer, float8, bigint[], float8[], float8[], boolean[], bigint[], float8,
                                         float8);
+-- Gained the column document_id (the steps after the ranking group chunks by document without looking it up).
+do $$
+begin
+    if exists (select 1 from pg_proc p
+                where p.oid = to_regprocedure('sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], '
+                                              'integer, integer, integer, float8, bigint[], float8[], float8[], '
+                                              'boolean[], bigint[], float8, float8, float8)')
+                  and not 'document_id' = any (p.proargnames)) then
+        drop function sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
+                                      integer, float8, bigint[], float8[], float8[], boolean[], bigint[], float8,
+                                      float8, float8);
+    end if;
+end;
+$$;
 
 -- The query's lexemes as sag.chunks.tsv stores them (same 'simple' configuration over space-joined tokens),
 -- each with its count in the query: a repeated query token counts repeatedly, as in bm25s and Lucene.
@@ -275,6 +289,8 @@ language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
+declare
+    qh halfvec := query_embedding::halfvec;  -- the columns' type, cast once (not per row)
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.query_chunks: query_embedding must not be NULL';
@@ -323,7 +339,7 @@ begin
                -- dense_chunks computed the cosine already; the BM25-only chunks get it exactly here.  Then
                -- above the floor: greatest(0, (cosine - floor) / (1 - floor)).
                greatest(0, (coalesce(mg.similarity,
-                                     (select greatest(0, 1 - coalesce(nullif(ch.embedding <=> query_embedding, 'NaN'), 1))
+                                     (select greatest(0, 1 - coalesce(nullif(ch.embedding <=> qh, 'NaN'), 1))
                                         from sag.chunks ch where ch.id = mg.chunk_id)) - similarity_floor)
                            / (1 - similarity_floor)) as similarity,
                coalesce(mg.bm25 / nullif(max(mg.bm25) over (), 0), 0) as text_score,
@@ -366,11 +382,13 @@ create or replace function sag.rank_chunks(
     similarity_floor float8 default 0,
     lexical_redundancy float8 default 1)
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, key_score float8,
-               weight_init float8, via_keys boolean, via_vector boolean, via_text boolean)
+               weight_init float8, via_keys boolean, via_vector boolean, via_text boolean, document_id bigint)
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
+declare
+    qh halfvec := query_embedding::halfvec;  -- the columns' type, cast once (not per row)
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.rank_chunks: query_embedding must not be NULL';
@@ -470,10 +488,10 @@ begin
         select mg.chunk_id,
                -- The query's chunks come with their similarity; the key chunks get it exactly here.
                coalesce(mg.similarity,
-                        greatest(0, (1 - coalesce(nullif(ch.embedding <=> query_embedding, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))) as similarity,
+                        greatest(0, (1 - coalesce(nullif(ch.embedding <=> qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))) as similarity,
                coalesce(mg.text_score, 0) as text_score,
                coalesce(mg.key_score, 0) as key_score,
-               mg.via_keys, mg.via_vector, mg.via_text
+               mg.via_keys, mg.via_vector, mg.via_text, ch.document_id
           from merged mg
           join sag.chunks ch on ch.id = mg.chunk_id
          where (source_ids is null or ch.source_id = any (source_ids))
@@ -485,7 +503,7 @@ begin
     -- redundancy 1) stays as it is, below BM25's scale.  In between, the mix of the two.
     select x.chunk_id, x.similarity, x.text_score, x.s, x.key_score,
            0.5 * x.s + key_weight * ln(1 + x.key_score) as weight_init,
-           x.via_keys, x.via_vector, x.via_text
+           x.via_keys, x.via_vector, x.via_text, x.document_id
       from (select sc.*,
                    (1 - text_weight)
                      * (lexical_redundancy * sc.similarity
@@ -505,7 +523,7 @@ comment on function sag.rank_chunks(vector, text[], bigint[], float8[], integer[
     'cosine(c, Q) + (1 - r) * cosine(c, Q) / the largest cosine of the candidates, r = lexical_redundancy (1 = '
     'the plain cosine; sag.retrieve passes the embedder''s, sag.calibrate_similarity); '
     'key_score = sum over k in c and key-final of W(k) * ln(1 + count(k, c)) / step(k); weight_init = 0.5 * s + '
-    'key_weight * ln(1 + key_score) (sag.retrieve: 1 - the question''s coverage, sag.question_coverage).  Ordered by weight_init (ties by chunk_id); no PageRank here.  chunk_filter (NULL = '
+    'key_weight * ln(1 + key_score) (sag.retrieve: 1 - the question''s coverage, sag.question_coverage).  Ordered by weight_init (ties by chunk_id), each with its document_id; no PageRank here.  chunk_filter (NULL = '
     'none): only those chunks are candidates.  Cosines of the key chunks are taken above similarity_floor as in '
     'sag.query_chunks.';
 

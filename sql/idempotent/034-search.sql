@@ -2,7 +2,7 @@
 --
 --   sag.retrieve: question -> (sag.query_terms, sag.named_keys, sag.match_keys | caller's seeds) ->
 --                 sag.query_chunks -> sag.activate_keys -> sag.expand_keys -> sag.rank_chunks
---                 -> the ranked candidate graph as jsonb (chunks with weight_init and its parts, key-final,
+--                 -> the ranked candidate graph as json (chunks with weight_init and its parts, key-final,
 --                    the key-chunk edges, the question's terms and named keys, stage timings).
 --   sag.search:   sag.retrieve, then the top_n chunks by weight_init with their documents.
 --
@@ -15,9 +15,32 @@ drop function if exists sag.search_by_vector(vector, text, integer, text, intege
 drop function if exists sag.keys_named(text[], bigint[], integer);
 drop function if exists sag_internal._query_tokens(text);
 drop function if exists sag.spread_documents(bigint[], float8[]);
+drop function if exists sag.spread_documents(bigint[], float8[], bigint[], integer);  -- gained document_ids
+-- The candidates travel as arrays between the steps below (jsonb built and taken apart again cost ~1 ms a
+-- search): the helpers that read the chunks jsonb are replaced by array ones.
+drop function if exists sag_internal._direct_matches(jsonb, float8);
+drop function if exists sag_internal._named_matches(jsonb, bigint[]);
+drop function if exists sag_internal._bridge_match(jsonb, bigint, bigint[], float8[], bigint[]);
+drop function if exists sag_internal._second_bridge(jsonb, bigint, bigint[], float8[], bigint[], bigint);
 drop function if exists sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
                                     float8, integer, float8, integer, integer, integer, integer, integer, integer,
                                     integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean);
+-- Returned jsonb before: json is written out as built, jsonb is built again (keys sorted, numbers made numeric)
+-- and then printed back to text, ~1 ms of a search at 10 k events for nothing the caller needs.
+do $$
+begin
+    if (select prorettype = 'jsonb'::regtype from pg_proc
+         where oid = to_regprocedure('sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], '
+                                     'bigint[], integer, float8, integer, float8, integer, integer, integer, integer, '
+                                     'integer, integer, integer, integer, float8, integer, boolean, float8, boolean, '
+                                     'boolean, boolean, boolean)')) then
+        drop function sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
+                                   float8, integer, float8, integer, integer, integer, integer, integer, integer,
+                                   integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean,
+                                   boolean);
+    end if;
+end;
+$$;
 
 -- Milliseconds since `since`, for the timings of sag.retrieve.
 create or replace function sag_internal._ms_since(since timestamptz)
@@ -31,19 +54,18 @@ as $$ select extract(epoch from clock_timestamp() - since)::float8 * 1000 $$;
 -- words (lexical redundancy r < 0.5; the hash embedder's r is 1).  The final order keeps them among the first
 -- places (sag.spread_documents, pinned): on a single-hop question the key evidence of a news story's many
 -- retellings could push the passage both BM25 and a semantic cosine put first down to 6th-30th.
-create or replace function sag_internal._direct_matches(chunks jsonb, lexical_redundancy float8)
+create or replace function sag_internal._direct_matches(chunk_ids bigint[], document_ids bigint[], s float8[],
+                                                        lexical_redundancy float8)
 returns bigint[]
-language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+language sql immutable
+set search_path = pg_catalog, pg_temp
 as $$
     select coalesce(array_agg(b.chunk_id order by b.s desc, b.chunk_id), '{}')
       from (select x.chunk_id, x.s
-              from (select distinct on (c.document_id) c.document_id, (e ->> 'chunk_id')::bigint as chunk_id,
-                           (e ->> 's')::float8 as s
-                      from jsonb_array_elements(coalesce(chunks, '[]')) e
-                      join sag.chunks c on c.id = (e ->> 'chunk_id')::bigint
-                     where (e ->> 's')::float8 > 0
-                     order by c.document_id, (e ->> 's')::float8 desc, (e ->> 'chunk_id')::bigint) x
+              from (select distinct on (u.document_id) u.document_id, u.chunk_id, u.s
+                      from unnest(chunk_ids, document_ids, s) as u(chunk_id, document_id, s)
+                     where u.s > 0
+                     order by u.document_id, u.s desc, u.chunk_id) x
              order by x.s desc, x.chunk_id
              limit 1 + round(1 - coalesce(lexical_redundancy, 1))::integer) b
 $$;
@@ -74,7 +96,8 @@ $$;
 -- The chunk of each key the question names, best first: the page about it (a document titled with its name)
 -- when a candidate is one, else the heaviest (weight_init) holding it.  Every entity a question asks about
 -- leads to one of its passages near the top, as the named-key floor leads activation to it.
-create or replace function sag_internal._named_matches(chunks jsonb, key_ids bigint[])
+create or replace function sag_internal._named_matches(chunk_ids bigint[], document_ids bigint[],
+                                                       weights float8[], key_ids bigint[])
 returns bigint[]
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
@@ -82,13 +105,12 @@ as $$
     select coalesce(array_agg(b.chunk_id order by b.w desc, b.chunk_id), '{}')
       from (select distinct h.chunk_id, h.w
               from (select distinct on (ck.key_id) c.chunk_id, c.w
-                      from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
-                              from jsonb_array_elements(coalesce(chunks, '[]')) e) c
-                      join sag.chunk_keys ck on ck.chunk_id = c.chunk_id and ck.key_id = any (coalesce(key_ids, '{}'))
-                      join sag.chunks ch on ch.id = c.chunk_id
+                      from unnest(chunk_ids, document_ids, weights) as c(chunk_id, document_id, w)
+                      join sag.chunk_keys ck on ck.chunk_id = c.chunk_id and ck.key_id = any (key_ids)
                       left join sag_internal._pages_about(key_ids) p
-                        on p.key_id = ck.key_id and p.document_id = ch.document_id
+                        on p.key_id = ck.key_id and p.document_id = c.document_id
                      order by ck.key_id, p.document_id is not null desc, c.w desc, c.chunk_id) h) b
+     where cardinality(key_ids) > 0
 $$;
 
 -- The question's bridge: from its best passage (the first direct match), a key of key-final that passage
@@ -100,27 +122,26 @@ $$;
 -- the film Natural Born Killers was produced by a man born in what year?": the soundtrack's page names Trent
 -- Reznor, whose page was not in the top 10 behind pages of other songs from the film).  NULL when there is
 -- none.
-create or replace function sag_internal._bridge_match(chunks jsonb, anchor bigint, key_ids bigint[],
-                                                      key_weights float8[], named bigint[])
+create or replace function sag_internal._bridge_match(chunk_ids bigint[], document_ids bigint[], weights float8[],
+                                                      anchor bigint, key_ids bigint[], key_weights float8[],
+                                                      named bigint[])
 returns bigint
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select x.chunk_id
       from (select h.chunk_id, h.w, k.key_id, k.weight, p.document_id is not null as about
-              from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
-                      from jsonb_array_elements(coalesce(chunks, '[]')) e) h
-              join sag.chunks c on c.id = h.chunk_id
+              from unnest(chunk_ids, document_ids, weights) as h(chunk_id, document_id, w)
               join sag.chunk_keys ck on ck.chunk_id = h.chunk_id
               join (select u.key_id, max(u.weight) as weight
                       from unnest(key_ids, key_weights) as u(key_id, weight) group by u.key_id) k
                 on k.key_id = ck.key_id
               left join sag_internal._pages_about(array(select a.key_id from sag.chunk_keys a
                                                           where a.chunk_id = anchor)) p
-                on p.key_id = k.key_id and p.document_id = c.document_id
+                on p.key_id = k.key_id and p.document_id = h.document_id
              where k.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
                and k.key_id <> all (coalesce(named, '{}'))
-               and c.document_id <> (select a.document_id from sag.chunks a where a.id = anchor)) x
+               and h.document_id <> (select a.document_id from sag.chunks a where a.id = anchor)) x
      order by bool_or(x.about) over (partition by x.key_id) desc, x.weight desc, x.key_id, x.about desc, x.w desc,
               x.chunk_id
      limit 1
@@ -131,24 +152,23 @@ $$;
 -- its name) outside the passage's document and the first bridge's; that page.  A passage often names two
 -- entities the question may lead through ("... directed by X, starring Y"); the first bridge takes one.  Pages
 -- only, not a chunk that merely mentions the key; NULL when there is none.
-create or replace function sag_internal._second_bridge(chunks jsonb, anchor bigint, key_ids bigint[],
+create or replace function sag_internal._second_bridge(chunk_ids bigint[], document_ids bigint[],
+                                                       weights float8[], anchor bigint, key_ids bigint[],
                                                        key_weights float8[], named bigint[], first_bridge bigint)
 returns bigint
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
     select h.chunk_id
-      from (select (e ->> 'chunk_id')::bigint as chunk_id, (e ->> 'weight_init')::float8 as w
-              from jsonb_array_elements(coalesce(chunks, '[]')) e) h
-      join sag.chunks c on c.id = h.chunk_id
+      from unnest(chunk_ids, document_ids, weights) as h(chunk_id, document_id, w)
       join sag.chunk_keys ck on ck.chunk_id = h.chunk_id
       join (select u.key_id, max(u.weight) as weight
               from unnest(key_ids, key_weights) as u(key_id, weight) group by u.key_id) k on k.key_id = ck.key_id
       join sag_internal._pages_about(array(select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)) p
-        on p.key_id = k.key_id and p.document_id = c.document_id
+        on p.key_id = k.key_id and p.document_id = h.document_id
      where k.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
        and k.key_id <> all (coalesce(named, '{}'))
-       and c.document_id not in (select a.document_id from sag.chunks a where a.id in (anchor, first_bridge))
+       and h.document_id not in (select a.document_id from sag.chunks a where a.id in (anchor, first_bridge))
      order by k.weight desc, k.key_id, h.w desc, h.chunk_id
      limit 1
 $$;
@@ -182,7 +202,7 @@ create or replace function sag.retrieve(
     specificity boolean default true,
     adaptive_keys boolean default true,
     soft_hubs boolean default true)
-returns jsonb
+returns json
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
@@ -205,8 +225,12 @@ declare
     kf_ids bigint[];
     kf_w float8[];
     kf_s integer[];
-    chunks jsonb;
-    edges jsonb := '[]';
+    chunks json;             -- the candidates as returned (rank_chunks' rows) ...
+    c_ids bigint[];          -- ... and as arrays for the steps after the ranking, by weight_init
+    c_docs bigint[];
+    c_w float8[];
+    c_s float8[];
+    edges json := '[]';
     corpus_events bigint;
     hub_events integer;
     coverage float8;
@@ -320,11 +344,12 @@ begin
     timings := timings || jsonb_build_object('expand_keys', sag_internal._ms_since(t));
 
     t := clock_timestamp();
-    select coalesce(jsonb_agg(jsonb_build_object(
-               'chunk_id', r.chunk_id, 'similarity', r.similarity, 'text_score', r.text_score, 's', r.s,
-               'key_score', r.key_score, 'weight_init', r.weight_init, 'via_keys', r.via_keys,
-               'via_vector', r.via_vector, 'via_text', r.via_text) order by r.weight_init desc, r.chunk_id), '[]')
-      into chunks
+    select coalesce(json_agg(r order by r.weight_init desc, r.chunk_id), '[]'),
+           coalesce(array_agg(r.chunk_id order by r.weight_init desc, r.chunk_id), '{}'),
+           coalesce(array_agg(r.document_id order by r.weight_init desc, r.chunk_id), '{}'),
+           coalesce(array_agg(r.weight_init order by r.weight_init desc, r.chunk_id), '{}'),
+           coalesce(array_agg(r.s order by r.weight_init desc, r.chunk_id), '{}')
+      into chunks, c_ids, c_docs, c_w, c_s
       from sag.rank_chunks(query_embedding, tokens, coalesce(kf_ids, '{}'), coalesce(kf_w, '{}'),
                            coalesce(kf_s, '{}'), source_ids, vector_limit => vector_limit, text_limit => text_limit,
                            key_chunk_limit => key_chunk_limit, text_weight => text_weight,
@@ -336,10 +361,12 @@ begin
 
     if with_edges and kf_ids is not null then
         t := clock_timestamp();
-        select coalesce(jsonb_agg(jsonb_build_array(ck.chunk_id, ck.key_id, ck.count)), '[]') into edges
+        -- In a fixed order: PageRank sums along the edges, and a sum's last bits depend on its order.
+        select coalesce(json_agg(json_build_array(ck.chunk_id, ck.key_id, ck.count) order by ck.chunk_id, ck.key_id),
+                        '[]') into edges
           from sag.chunk_keys ck
-         where ck.chunk_id in (select (c ->> 'chunk_id')::bigint from jsonb_array_elements(chunks) c)
-           and ck.key_id = any (kf_ids);
+         where ck.key_id = any (kf_ids)  -- key-final's few chunk_keys rows, then those of candidates
+           and ck.chunk_id in (select unnest(c_ids));
         timings := timings || jsonb_build_object('edges', sag_internal._ms_since(t));
     end if;
 
@@ -348,40 +375,41 @@ begin
     -- (sag_internal._bridge_match, then _second_bridge); then, from each named key's chunk, the page about its
     -- strongest unnamed key (_second_bridge without a first): the question names A, A's page names B, and
     -- B's page holds the answer.
-    direct := sag_internal._direct_matches(chunks, floors.redundancy);
-    bridge := sag_internal._bridge_match(chunks, direct[1], kf_ids, kf_w, named);
-    named_chunks := sag_internal._named_matches(chunks, array(select unnest(named) intersect select unnest(kf_ids)));
+    direct := sag_internal._direct_matches(c_ids, c_docs, c_s, floors.redundancy);
+    bridge := sag_internal._bridge_match(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named);
+    named_chunks := sag_internal._named_matches(c_ids, c_docs, c_w,
+                                                array(select unnest(named) intersect select unnest(kf_ids)));
     direct := direct || array(select m.id from unnest(named_chunks) with ordinality as m(id, n)
                                where m.id <> all (direct) order by m.n);
     if bridge is not null and bridge <> all (direct) then  -- (NULL <> all of an empty array is true)
         direct := direct || bridge;
-        bridge := sag_internal._second_bridge(chunks, direct[1], kf_ids, kf_w, named, bridge);
+        bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named, bridge);
         if bridge is not null and bridge <> all (direct) then
             direct := direct || bridge;
         end if;
     end if;
     for named_chunk in select m.id from unnest(named_chunks) with ordinality as m(id, n)
                         where m.id is distinct from direct[1] order by m.n loop
-        bridge := sag_internal._second_bridge(chunks, named_chunk, kf_ids, kf_w, named, null);
+        bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, named_chunk, kf_ids, kf_w, named, null);
         if bridge is not null and bridge <> all (direct) then
             direct := direct || bridge;
         end if;
     end loop;
 
-    return jsonb_build_object(
-        'terms', to_jsonb(tokens),
-        'named_keys', coalesce(to_jsonb(named), '[]'),
-        'keys', coalesce((select jsonb_agg(jsonb_build_object('key_id', k.id, 'weight', k.w, 'step', k.s)
-                                           order by k.n)
+    return json_build_object(
+        'terms', to_json(tokens),
+        'named_keys', coalesce(to_json(named), '[]'),
+        'keys', coalesce((select json_agg(json_build_object('key_id', k.id, 'weight', k.w, 'step', k.s)
+                                          order by k.n)
                             from unnest(kf_ids, kf_w, kf_s) with ordinality as k(id, w, s, n)), '[]'),
         'coverage', coverage,
         'text_weight', text_weight,
         'key_weight', key_weight,
-        'similarity_floors', jsonb_build_object('chunk', floors.chunk, 'event', floors.event, 'key', floors.key),
+        'similarity_floors', json_build_object('chunk', floors.chunk, 'event', floors.event, 'key', floors.key),
         'lexical_redundancy', floors.lexical,
         'embedder_reliability', floors.reliability,
         'redundancy', floors.redundancy,
-        'direct_matches', to_jsonb(direct),
+        'direct_matches', to_json(direct),
         'chunks', chunks,
         'edges', edges,
         'timings_ms', timings || jsonb_build_object('sql_total', sag_internal._ms_since(t0)));
@@ -399,8 +427,9 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
     'hubs can be activated, damped, see sag.activate_keys) '
     '(text_weight NULL = coverage * (1 + redundancy) / 2, redundancy = 1 - (1 - lexical redundancy) * the '
     'embedder''s reliability, see sag.calibrate_similarity; key_weight = min(1, 2 (1 - coverage)) with adaptive_keys), sag.rank_chunks.  Returns '
-    'jsonb: terms, named_keys, keys (key-final: key_id, weight, step, heaviest first), chunks (chunk_id, '
-    'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text; by weight_init), coverage, '
+    'json: terms, named_keys, keys (key-final: key_id, weight, step, heaviest first), chunks (chunk_id, '
+    'similarity, text_score, s, key_score, weight_init, via_keys, via_vector, via_text, document_id; by '
+    'weight_init), coverage, '
     'text_weight, key_weight, similarity_floors, lexical_redundancy, embedder_reliability, redundancy (what s reads, '
     'sag.similarity_floors), direct_matches (the chunks of highest s from '
     'distinct documents, 1 + round(1 - redundancy) of them, then the chunk of each named key in key-final '
@@ -420,18 +449,21 @@ comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float
 -- Then the pinned chunks (sag.retrieve's direct_matches) whose document has no chunk among the first
 -- pinned_within places move up, in the given order, to just before place pinned_within: the places above stay
 -- the graph's (a two-hop question needs both its documents there; pinned_within 2 cost MuSiQue R@2 4 points).
+-- document_ids: each chunk's document when the caller has them (sag.retrieve returns them), else looked up.
 create or replace function sag.spread_documents(chunk_ids bigint[], scores float8[], pinned bigint[] default '{}',
-                                                pinned_within integer default 3)
+                                                pinned_within integer default 3, document_ids bigint[] default null)
 returns table (chunk_id bigint, score float8)
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
     with spread as (
         select x.chunk_id, x.document_id, x.score, row_number() over (order by x.score desc, x.n) as place
-          from (select u.chunk_id, u.n, c.document_id,
-                       u.score / row_number() over (partition by c.document_id order by u.score desc, u.n) as score
-                  from unnest(chunk_ids, scores) with ordinality as u(chunk_id, score, n)
-                  join sag.chunks c on c.id = u.chunk_id) x),
+          from (select y.chunk_id, y.n, y.document_id,
+                       y.score / row_number() over (partition by y.document_id order by y.score desc, y.n) as score
+                  from (select u.chunk_id, u.n, u.score, coalesce(u.document_id, c.document_id) as document_id
+                          from unnest(chunk_ids, scores, document_ids) with ordinality as u(chunk_id, score, document_id, n)
+                          left join sag.chunks c on document_ids is null and c.id = u.chunk_id) y
+                 where y.document_id is not null) x),
     moved as (
         select p.chunk_id, row_number() over (order by p.n) as k
           from (select u.chunk_id, min(u.n) as n
@@ -444,12 +476,66 @@ as $$
      order by case when m.k is null then s.place::float8
                    else pinned_within - 1 + m.k::float8 / ((select count(*) from moved) + 1) end
 $$;
-comment on function sag.spread_documents(bigint[], float8[], bigint[], integer) is
+comment on function sag.spread_documents(bigint[], float8[], bigint[], integer, bigint[]) is
     'The final order of a search: each chunk''s score divided by its rank among the given chunks of its own '
     'document (1 for the best, 2 for the second, ...), best first, ties in the given order; then each chunk of '
     'pinned (sag.retrieve''s direct_matches) whose document has no chunk in the first pinned_within places '
-    'moves up to just before place pinned_within, in pinned''s order (pinned_within 0: no move).  Used by '
-    'sag.search (on weight_init) and by the Python client (on the PageRank scores).';
+    'moves up to just before place pinned_within, in pinned''s order (pinned_within 0: no move).  document_ids: '
+    'each chunk''s document, as sag.retrieve returns them (NULL: looked up; a chunk that is no more is left out).  '
+    'Used by sag.search (on weight_init) and by the Python client (on the PageRank scores).';
+
+-- The details of a search's top chunks, for a client that ranks the candidates itself (the Python client:
+-- PageRank over sag.retrieve's graph): the final order of the given (chunk id, score) pairs (sag.spread_documents
+-- with the pins, or as given when spread is false), then the first top_n with their score, document, events and
+-- keys (each key's key-final weight and step when it has one), and key-final's details.  One statement planned
+-- once a session (plpgsql, generic plan): planned at every call it cost 0.5 ms.
+create or replace function sag_internal._search_hits(
+    chunk_ids bigint[], scores float8[], document_ids bigint[], key_ids bigint[], key_weights float8[],
+    key_steps integer[], top_n integer, spread boolean, pinned bigint[], pinned_within integer)
+returns table (hits json, keys json)
+language plpgsql stable
+set search_path = pg_catalog, sag, public, pg_temp
+set plan_cache_mode = force_generic_plan
+as $$
+begin
+    return query
+    with kf as (select * from unnest(key_ids, key_weights, key_steps) as u(id, weight, step)),
+    ranked as (
+        select s.chunk_id, s.score, s.n
+          from sag.spread_documents(chunk_ids, scores, pinned => pinned, pinned_within => pinned_within,
+                                    document_ids => document_ids) with ordinality as s(chunk_id, score, n)
+         where spread
+        union all
+        select u.chunk_id, u.score, u.n
+          from unnest(chunk_ids, scores) with ordinality as u(chunk_id, score, n)
+         where not spread),
+    t as (select r.chunk_id as id, r.score, r.n from ranked r order by r.n limit top_n)
+    select
+      (select coalesce(json_agg(json_build_object(
+                  'chunk_id', c.id, 'score', t.score, 'uri', d.uri, 'document_title', d.title, 'title', c.title,
+                  'content', c.content,
+                  'events', (select coalesce(json_agg(json_build_object(
+                                     'id', e.id, 'title', e.title, 'content', e.content, 'time', e.event_time)
+                                     order by e.ordinal, e.id), '[]'::json)
+                               from sag.events e where e.chunk_id = c.id),
+                  'keys', (select coalesce(json_agg(json_build_object(
+                                   'id', k.id, 'type', k.type, 'name', k.name, 'count', ck.count,
+                                   'weight', kf.weight, 'step', kf.step)
+                                   order by kf.weight desc nulls last, ck.count desc, k.id), '[]'::json)
+                             from sag.chunk_keys ck join sag.keys k on k.id = ck.key_id
+                             left join kf on kf.id = k.id
+                            where ck.chunk_id = c.id))
+              order by t.n), '[]'::json)
+         from t
+         join sag.chunks c on c.id = t.id
+         join sag.documents d on d.id = c.document_id),
+      (select coalesce(json_agg(json_build_object(
+                  'id', k.id, 'type', k.type, 'name', k.name,
+                  'value', coalesce(to_json(k.value_string), to_json(k.value_number), to_json(k.value_bool)))),
+                  '[]'::json)
+         from sag.keys k where k.id in (select kf.id from kf));
+end;
+$$;
 
 -- The question's vector for a psql entry point (sag.search, sag.local_context): the given one, else
 -- sag.embed_hash of the question, which only a database bound to the hash embedder accepts (22023 otherwise,
@@ -487,7 +573,7 @@ set search_path = pg_catalog, sag, public, pg_temp
 as $$
 declare
     sids bigint[];
-    result jsonb;
+    result json;
 begin
     if (top_n >= 1) is not true then
         raise exception using errcode = '22023', message = format('sag.search: top_n must be >= 1, got %s', top_n);
@@ -502,11 +588,14 @@ begin
     select d.uri, c.id, coalesce(nullif(c.title, ''), d.title), c.content, x.score
       from sag.spread_documents(
                array(select (e.r ->> 'chunk_id')::bigint
-                       from jsonb_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
+                       from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
                array(select (e.r ->> 'weight_init')::float8
-                       from jsonb_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
-               array(select d.v::bigint from jsonb_array_elements_text(result -> 'direct_matches')
-                                         with ordinality as d(v, n) order by d.n))
+                       from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
+               array(select d.v::bigint from json_array_elements_text(result -> 'direct_matches')
+                                         with ordinality as d(v, n) order by d.n),
+               document_ids => array(select (e.r ->> 'document_id')::bigint
+                                       from json_array_elements(result -> 'chunks') with ordinality as e(r, n)
+                                      order by e.n))
            with ordinality as x(chunk_id, score, n)
       join sag.chunks c on c.id = x.chunk_id
       join sag.documents d on d.id = c.document_id

@@ -9,7 +9,6 @@ import math
 
 import psycopg
 import pytest
-from psycopg.types.json import Jsonb
 
 from tests.sql.graph_builder import GraphBuilder
 
@@ -177,17 +176,23 @@ def test_spread_documents_keeps_pinned_chunks_among_the_first_places(db_conn: ps
     assert [r[0] for r in rows] == [a1, b1, c1, d1, e1, a2, f1]
 
 
+def _candidates(conn: psycopg.Connection, weights: dict[int, float]) -> list[list]:
+    """Candidates as sag.retrieve hands them to its helpers: chunk ids, their documents, and a number each."""
+    ids = list(weights)
+    docs = dict(conn.execute("select id, document_id from sag.chunks where id = any(%s)", [ids]).fetchall())
+    return [ids, [docs[c] for c in ids], list(weights.values())]
+
+
 def test_direct_matches_are_the_best_s_of_distinct_documents(db_conn: psycopg.Connection) -> None:
     g = GraphBuilder(db_conn)
     s = g.source("one")
     da, db, dc = g.document(s, "a.md"), g.document(s, "b.md"), g.document(s, "c.md")
     a1, a2, b1, c1 = g.chunk(da, "a", (1, 0, 0)), g.chunk(da, "a", (1, 0, 0)), g.chunk(db, "b", (1, 0, 0)), \
         g.chunk(dc, "c", (1, 0, 0))
-    chunks = Jsonb([{"chunk_id": a1, "s": 0.9}, {"chunk_id": a2, "s": 0.8}, {"chunk_id": b1, "s": 0.5},
-                    {"chunk_id": c1, "s": 0.0}])
+    chunks = _candidates(db_conn, {a1: 0.9, a2: 0.8, b1: 0.5, c1: 0.0})  # s
 
     def direct(r: float) -> list[int]:
-        return db_conn.execute("select sag_internal._direct_matches(%s, %s)", [chunks, r]).fetchone()[0]
+        return db_conn.execute("select sag_internal._direct_matches(%s, %s, %s, %s)", [*chunks, r]).fetchone()[0]
 
     # One witness (r = 1, the hash embedder): the best s.  Two (r < 0.5): the best s of another document next
     # (b1, not a2 of the same document).  s = 0 is no match at all (c1 never comes).
@@ -207,11 +212,10 @@ def test_named_matches_are_the_page_about_or_the_best_chunk_of_each_named_key(db
     g.links(g.event(c2, "e", (1, 0, 0)), k1, k2)
     g.links(g.event(c3, "e", (1, 0, 0)), k2)
     g.links(g.event(c4, "e", (1, 0, 0)), k3)                    # c4 is no candidate
-    chunks = Jsonb([{"chunk_id": c1, "weight_init": 0.3}, {"chunk_id": c2, "weight_init": 0.5},
-                    {"chunk_id": c3, "weight_init": 0.9}])
+    chunks = _candidates(db_conn, {c1: 0.3, c2: 0.5, c3: 0.9})  # weight_init
 
     def named(keys: list[int]) -> list[int]:
-        return db_conn.execute("select sag_internal._named_matches(%s, %s)", [chunks, keys]).fetchone()[0]
+        return db_conn.execute("select sag_internal._named_matches(%s, %s, %s, %s)", [*chunks, keys]).fetchone()[0]
 
     # Ada: c2 (0.5) beats c1 (0.3); Babbage: c3 (0.9) beats c2; best first.  Lovelace's only chunk is no
     # candidate; a chunk best for two keys comes once.
@@ -222,8 +226,7 @@ def test_named_matches_are_the_page_about_or_the_best_chunk_of_each_named_key(db
     # A page about Ada (its document titled "Ada") is her chunk, lighter as it is.
     about = g.chunk(g.document(s, "ada.md", "Ada"), "x", (1, 0, 0))
     g.links(g.event(about, "e", (1, 0, 0)), k1)
-    chunks = Jsonb([{"chunk_id": c1, "weight_init": 0.3}, {"chunk_id": c2, "weight_init": 0.5},
-                    {"chunk_id": c3, "weight_init": 0.9}, {"chunk_id": about, "weight_init": 0.1}])
+    chunks = _candidates(db_conn, {c1: 0.3, c2: 0.5, c3: 0.9, about: 0.1})
     assert named([k1, k2]) == [c3, about]
 
 
@@ -239,12 +242,11 @@ def test_bridge_match_follows_the_best_passages_strongest_unnamed_key(db_conn: p
     g.links(g.event(o1, "e", (1, 0, 0)), eagles)
     g.links(g.event(o2, "e", (1, 0, 0)), eagles, nfl)
     g.links(g.event(t1, "e", (1, 0, 0)), nfl, tigers)
-    chunks = Jsonb([{"chunk_id": c, "weight_init": w}
-                    for c, w in ((anchor, 0.9), (sibling, 0.95), (o1, 0.4), (o2, 0.6), (t1, 0.8))])
+    chunks = _candidates(db_conn, {anchor: 0.9, sibling: 0.95, o1: 0.4, o2: 0.6, t1: 0.8})
 
     def bridge(keys: dict[int, float], named: list[int], start_chunk: int | None = anchor) -> int | None:
-        return db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s)",
-                               [chunks, start_chunk, list(keys), list(keys.values()), named]).fetchone()[0]
+        return db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s, %s, %s)",
+                               [*chunks, start_chunk, list(keys), list(keys.values()), named]).fetchone()[0]
 
     # Key-final: Humbert 0.5 (named), Eagles 0.3, NFL 0.2, Tigers 0.4 (not in the anchor).  The strongest unnamed
     # key of the anchor is Eagles; its best chunk outside start.md is o2 (0.6 beats o1's 0.4; the sibling's
@@ -276,9 +278,9 @@ def test_bridge_match_prefers_the_page_about_the_key(db_conn: psycopg.Connection
     g.links(g.event(in_team, "e", (1, 0, 0)), eagles)
 
     def bridge(weights: dict[int, float]) -> int | None:
-        chunks = Jsonb([{"chunk_id": c, "weight_init": w} for c, w in weights.items()])
-        return db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s)",
-                               [chunks, anchor, [humbert, eagles], [0.6, 0.4], [humbert]]).fetchone()[0]
+        return db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s, %s, %s)",
+                               [*_candidates(db_conn, weights), anchor, [humbert, eagles], [0.6, 0.4], [humbert]]
+                               ).fetchone()[0]
 
     # The season's page weighs more, but the page titled with the key's name is about it: the bridge.
     assert bridge({anchor: 0.9, in_season: 0.7, in_team: 0.2}) == in_team
@@ -291,10 +293,9 @@ def test_bridge_match_prefers_the_page_about_the_key(db_conn: psycopg.Connection
     g.links(g.event(anchor, "e", (1, 0, 0)), coach)
     g.links(g.event(about_coach, "e", (1, 0, 0)), coach)
     weights = {anchor: 0.9, in_season: 0.7, in_team: 0.2, about_coach: 0.1}
-    chunks = Jsonb([{"chunk_id": c, "weight_init": w} for c, w in weights.items()])
-    assert db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s)",
-                           [chunks, anchor, [humbert, eagles, coach], [0.6, 0.4, 0.1], [humbert]]
-                           ).fetchone()[0] == about_coach
+    assert db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s, %s, %s)",
+                           [*_candidates(db_conn, weights), anchor, [humbert, eagles, coach], [0.6, 0.4, 0.1],
+                            [humbert]]).fetchone()[0] == about_coach
 
 
 def test_second_bridge_is_the_page_about_the_next_key(db_conn: psycopg.Connection) -> None:
@@ -311,13 +312,12 @@ def test_second_bridge_is_the_page_about_the_next_key(db_conn: psycopg.Connectio
     g.links(g.event(about_director, "e", (1, 0, 0)), director)
     g.links(g.event(about_actor, "e", (1, 0, 0)), actor)
     g.links(g.event(mentions_studio, "e", (1, 0, 0)), studio)
-    chunks = Jsonb([{"chunk_id": c, "weight_init": w} for c, w in
-                    ((anchor, 0.9), (about_director, 0.2), (about_actor, 0.1), (mentions_studio, 0.8))])
+    chunks = _candidates(db_conn, {anchor: 0.9, about_director: 0.2, about_actor: 0.1, mentions_studio: 0.8})
     keys = {film: 0.5, studio: 0.4, director: 0.3, actor: 0.2}
 
     def second(first: int | None, named: list[int]) -> int | None:
-        return db_conn.execute("select sag_internal._second_bridge(%s, %s, %s, %s, %s, %s)",
-                               [chunks, anchor, list(keys), list(keys.values()), named, first]).fetchone()[0]
+        return db_conn.execute("select sag_internal._second_bridge(%s, %s, %s, %s, %s, %s, %s, %s)",
+                               [*chunks, anchor, list(keys), list(keys.values()), named, first]).fetchone()[0]
 
     # The first bridge took the director's page: the next key with a page about it is the actor, whatever
     # the heavier chunk that only mentions the studio.
