@@ -129,19 +129,24 @@ returns bigint
 language sql stable
 set search_path = pg_catalog, sag, public, pg_temp
 as $$
+    -- From the anchor's few keys to their chunks (by key), not from every candidate's keys to the anchor's.
+    with followed as materialized (
+        select u.key_id, max(u.weight) as weight
+          from unnest(key_ids, key_weights) as u(key_id, weight)
+         where u.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
+           and u.key_id <> all (coalesce(named, '{}'))
+         group by u.key_id),
+    elsewhere as materialized (
+        select h.chunk_id, h.document_id, h.w
+          from unnest(chunk_ids, document_ids, weights) as h(chunk_id, document_id, w)
+         where h.document_id <> (select a.document_id from sag.chunks a where a.id = anchor))
     select x.chunk_id
       from (select h.chunk_id, h.w, k.key_id, k.weight, p.document_id is not null as about
-              from unnest(chunk_ids, document_ids, weights) as h(chunk_id, document_id, w)
-              join sag.chunk_keys ck on ck.chunk_id = h.chunk_id
-              join (select u.key_id, max(u.weight) as weight
-                      from unnest(key_ids, key_weights) as u(key_id, weight) group by u.key_id) k
-                on k.key_id = ck.key_id
-              left join sag_internal._pages_about(array(select a.key_id from sag.chunk_keys a
-                                                          where a.chunk_id = anchor)) p
-                on p.key_id = k.key_id and p.document_id = h.document_id
-             where k.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
-               and k.key_id <> all (coalesce(named, '{}'))
-               and h.document_id <> (select a.document_id from sag.chunks a where a.id = anchor)) x
+              from followed k
+              join sag.chunk_keys ck on ck.key_id = k.key_id
+              join elsewhere h on h.chunk_id = ck.chunk_id
+              left join sag_internal._pages_about(array(select f.key_id from followed f)) p
+                on p.key_id = k.key_id and p.document_id = h.document_id) x
      order by bool_or(x.about) over (partition by x.key_id) desc, x.weight desc, x.key_id, x.about desc, x.w desc,
               x.chunk_id
      limit 1
