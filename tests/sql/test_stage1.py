@@ -86,6 +86,25 @@ def test_hnsw_settings_do_not_leak(db_conn: psycopg.Connection) -> None:
     assert db_conn.execute("select current_setting('hnsw.iterative_scan')").fetchone() == ("off",)
 
 
+def test_a_source_filter_does_not_starve_the_hnsw_search(db_conn: psycopg.Connection) -> None:
+    """A source filter that removes rows keeps the iterative scan going past ef_search (40) until enough rows
+    pass; with every source listed (nothing to remove) the search runs without it, and finds the same rows."""
+    g = GraphBuilder(db_conn)
+    near, far = g.source("near"), g.source("far")
+    close = [g.key(near, f"n{i}", (1, 0.01 * i, 0)) for i in range(120)]   # all nearer q than any of far's
+    distant = [g.key(far, f"f{i}", (0.2, 1, 0.1 * i)) for i in range(3)]
+
+    def nearest(sources: list[int] | None) -> list[int]:
+        rows = db_conn.execute("select key_id from sag_internal._nearest_keys(%s::vector, %s, 3)",
+                               [Q, sources]).fetchall()
+        return sorted(r[0] for r in rows)
+
+    assert db_conn.execute("select count(*) from pg_indexes where indexname = 'keys_embedding_hnsw'").fetchone() == (1,)
+    assert nearest([far]) == sorted(distant)        # 120 nearer rows filtered out, not an empty answer
+    assert nearest(None) == close[:3]
+    assert nearest([near, far]) == close[:3]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # activate_keys
 
