@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import numpy.typing as npt
@@ -79,9 +79,13 @@ class RetrievalParams:
 
     def sql_arguments(self) -> dict[str, object]:
         """The named arguments of sag.retrieve (everything but PageRank's damping and the final order)."""
-        args = asdict(self)
-        del args["pagerank_alpha"], args["spread_documents"], args["direct_within"]
-        return args
+        return {name: value for name, value in _values(self).items()
+                if name not in ("pagerank_alpha", "spread_documents", "direct_within")}
+
+
+def _values(params: RetrievalParams) -> dict[str, object]:
+    """The fields by name (dataclasses.asdict deep-copies every value: 0.4 ms a search)."""
+    return {f.name: getattr(params, f.name) for f in fields(params)}
 
 
 _INT_LIMIT = 2**31 - 1
@@ -89,7 +93,7 @@ _INT_LIMIT = 2**31 - 1
 
 def _check(params: RetrievalParams) -> None:
     """What SQL would refuse with a less helpful message (an int4 overflow is 'function does not exist')."""
-    for name, value in asdict(params).items():
+    for name, value in _values(params).items():
         if isinstance(value, int) and not isinstance(value, bool) and not -_INT_LIMIT <= value <= _INT_LIMIT:
             raise QueryError(f"{name} must be at most {_INT_LIMIT}, got {value}")
     if not 0 <= params.pagerank_alpha < 1:
