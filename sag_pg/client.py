@@ -202,7 +202,7 @@ class SAG:
             raise QueryError(f"unknown search mode {mode!r}: use fast or normal (deep is `ask --mode deep`)")
         sources = [source] if isinstance(source, str) else (list(source) if source is not None else None)
         rewrite = None
-        with self.db.session() as conn:
+        with self.db.session(autocommit=True) as conn:  # a search only reads: no BEGIN and COMMIT round trips
             if mode == "normal":
                 if self.llm is None:
                     raise ConfigError("normal mode needs an LLM: set SAG_LLM (e.g. openai:gpt-4o-mini) or use --mode fast")

@@ -58,3 +58,18 @@ def test_searches_reuse_the_connection(sag) -> None:  # type: ignore[no-untyped-
     assert sag.db._idle is kept
     sag.close()
     assert kept.closed
+
+
+def test_a_search_commits_statement_by_statement_and_cannot_write(sag) -> None:  # type: ignore[no-untyped-def]
+    """A search runs on an autocommit connection (no BEGIN/COMMIT round trips), read-only all the same: its
+    statements, and the kept connection's, cannot write."""
+    sag.ingest_text("Ada Lovelace met Charles Babbage in London in 1833.", uri="note-1")
+    assert sag.search("Ada Lovelace").chunks
+    kept = sag.db._idle
+    assert kept is not None and kept.autocommit
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+        kept.execute("insert into sag.sources (name) values ('written by a search')")
+    with sag.db.session() as conn:  # the next session gets its transactions back
+        assert not conn.autocommit
+        assert conn.execute("select count(*) from sag.sources where name = 'written by a search'").fetchone() == (0,)
+    sag.close()

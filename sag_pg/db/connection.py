@@ -118,16 +118,17 @@ class Database:
         return conn
 
     @contextmanager
-    def session(self) -> Iterator[psycopg.Connection]:
+    def session(self, *, autocommit: bool = False) -> Iterator[psycopg.Connection]:
         """A connection for one unit of short work (a search), reused from the previous call when possible.
 
-        Committed when the block ends; closed instead of kept after any error.  Concurrent callers each get
-        their own connection; one is kept idle for the next call.  A kept connection that the server has
+        Committed when the block ends; closed instead of kept after any error.  ``autocommit``: every
+        statement commits by itself (reads need no BEGIN and COMMIT round trips).  Concurrent callers each
+        get their own connection; one is kept idle for the next call.  A kept connection that the server has
         closed meanwhile (restart, idle timeout) is noticed with a ping and replaced.
         """
-        conn = self._take_idle()
+        conn = self._take_idle(autocommit)
         if conn is None:
-            conn = self.connect()
+            conn = self.connect(autocommit=autocommit)
         try:
             with timeouts_as_errors():
                 yield conn
@@ -142,7 +143,7 @@ class Database:
         if conn is not None:
             conn.close()
 
-    def _take_idle(self) -> psycopg.Connection | None:
+    def _take_idle(self, autocommit: bool) -> psycopg.Connection | None:
         with self._idle_lock:
             if self._idle_pid != os.getpid():  # a forked child: the parent's socket is not ours to use
                 self._idle, self._idle_pid = None, os.getpid()
@@ -150,6 +151,7 @@ class Database:
         if conn is None or conn.closed:
             return None
         try:
+            conn.autocommit = autocommit  # (kept idle: no transaction is open)
             conn.execute("select 1")
             conn.commit()
         except psycopg.Error:
