@@ -465,10 +465,14 @@ as $$
         select x.chunk_id, x.document_id, x.score, row_number() over (order by x.score desc, x.n) as place
           from (select y.chunk_id, y.n, y.document_id,
                        y.score / row_number() over (partition by y.document_id order by y.score desc, y.n) as score
-                  from (select u.chunk_id, u.n, u.score, coalesce(u.document_id, c.document_id) as document_id
+                  from (select u.chunk_id, u.n, u.score, u.document_id
                           from unnest(chunk_ids, scores, document_ids) with ordinality as u(chunk_id, score, document_id, n)
-                          left join sag.chunks c on document_ids is null and c.id = u.chunk_id) y
-                 where y.document_id is not null) x),
+                         where document_ids is not null and u.document_id is not null
+                        union all  -- (two branches: a one-time filter each, no lookup when the documents are given)
+                        select u.chunk_id, u.n, u.score, c.document_id
+                          from unnest(chunk_ids, scores) with ordinality as u(chunk_id, score, n)
+                          join sag.chunks c on c.id = u.chunk_id
+                         where document_ids is null) y) x),
     moved as (
         select p.chunk_id, row_number() over (order by p.n) as k
           from (select u.chunk_id, min(u.n) as n
