@@ -146,6 +146,13 @@ def test_spread_documents_divides_by_the_rank_within_the_document(db_conn: psyco
     # Ties keep the given order.
     rows = db_conn.execute("select chunk_id from sag.spread_documents(%s, %s)", [[b1, a1], [0.5, 0.5]]).fetchall()
     assert [r[0] for r in rows] == [b1, a1]
+    # The documents given (as sag.retrieve returns them) are the ones used: the same order with the true ones;
+    # told a3 is alone in a document of its own, it keeps its whole score.
+    given = "select chunk_id, score from sag.spread_documents(%s, %s, document_ids => %s)"
+    rows = db_conn.execute(given, [[a1, a2, a3, b1], [1.0, 0.6, 0.45, 0.5], [da, da, da, db]]).fetchall()
+    assert [r[0] for r in rows] == [a1, b1, a2, a3]
+    rows = db_conn.execute(given, [[a1, a2, a3, b1], [1.0, 0.6, 0.45, 0.5], [da, da, 0, db]]).fetchall()
+    assert [r[0] for r in rows] == [a1, b1, a3, a2] and rows[2][1] == a(0.45)
 
 
 def test_spread_documents_keeps_pinned_chunks_among_the_first_places(db_conn: psycopg.Connection) -> None:
