@@ -88,7 +88,8 @@ def test_hnsw_settings_do_not_leak(db_conn: psycopg.Connection) -> None:
 
 def test_a_source_filter_does_not_starve_the_hnsw_search(db_conn: psycopg.Connection) -> None:
     """A source filter that removes rows keeps the iterative scan going past ef_search (40) until enough rows
-    pass; with every source listed (nothing to remove) the search runs without it, and finds the same rows."""
+    pass (hnsw.iterative_scan in sag_internal._nearest_*); without a filter, or with every source listed, the
+    same nearest rows."""
     g = GraphBuilder(db_conn)
     near, far = g.source("near"), g.source("far")
     close = [g.key(near, f"n{i}", (1, 0.01 * i, 0)) for i in range(120)]   # all nearer q than any of far's
