@@ -114,7 +114,7 @@ def _query_vector(embedding: npt.ArrayLike) -> npt.NDArray[np.float32]:
 def _one_transaction(conn: psycopg.Connection) -> AbstractContextManager[object]:
     """The search's two statements in one transaction, unless the connection commits each by itself: under
     READ COMMITTED a transaction gives them no common snapshot, and its BEGIN and COMMIT are two more round
-    trips (a tenth of a search at 10 k events)."""
+    trips."""
     return nullcontext() if conn.autocommit else conn.transaction()
 
 
