@@ -31,9 +31,8 @@ def _ensure_vector_dumper(conn: psycopg.Connection) -> None:
 
 
 def read_only_session(conn: psycopg.Connection, *, statement_timeout_ms: int) -> None:
-    """Searches only read: the session becomes read-only, with a ceiling on every statement.  Its transactions
-    begin READ ONLY, and so do the statements of an autocommit connection (default_transaction_read_only)."""
-    conn.read_only = True
+    """Searches only read: the session becomes read-only (default_transaction_read_only: its transactions, and
+    the statements of an autocommit connection), with a ceiling on every statement."""
     conn.execute("select set_config('statement_timeout', %s, false), "
                  "set_config('default_transaction_read_only', 'on', false)", [str(int(statement_timeout_ms))])
 
