@@ -188,10 +188,10 @@ class SAG:
         key.value_number >= 2000``. ``source``: a source name, a list of names, or None for all sources.
         """
         from . import browse
+        from .db import retrieval as db_retrieval
         from .search.engine import resolve_sources
         from .search.engine import search as fast_search
         from .search.normal import rewrite_query
-        from .synonyms import expand_question
 
         if strategy not in ("sag", "dataflow"):
             raise QueryError(f"unknown search strategy {strategy!r}: use sag or dataflow")
@@ -210,7 +210,7 @@ class SAG:
                                         prompts_dir=self.settings.prompts_dir)
                 conn.commit()
                 query, keys = rewrite.query, list(keys or []) + rewrite.keys
-            query = expand_question(conn, query, browse.source_ids(conn, sources))  # the sources' synonyms
+            query = db_retrieval.expand_question(conn, query, browse.source_ids(conn, sources))  # synonyms
             conn.commit()
             result = fast_search(conn, self.embedder, query, keys=keys, sql=sql, sources=sources, top_n=top_n,
                                  params=params, use_pagerank=use_pagerank,

@@ -18,8 +18,8 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.adapt import PyFormat
 
-__all__ = ["Candidates", "context_for_query", "fetch_hits", "match_named_keys", "read_only_session", "retrieve",
-           "source_ids"]
+__all__ = ["Candidates", "context_for_query", "expand_question", "fetch_hits", "match_named_keys", "read_only_session",
+           "retrieve", "source_ids"]
 
 
 def _ensure_vector_dumper(conn: psycopg.Connection) -> None:
@@ -43,6 +43,14 @@ def source_ids(conn: psycopg.Connection, names: Sequence[str] | None) -> list[in
         return None
     row = conn.execute("select sag.source_ids(source_names => %s)", [list(names)]).fetchone()
     return list(row[0]) if row and row[0] else []
+
+
+def expand_question(conn: psycopg.Connection, query: str, source_ids: Sequence[int] | None) -> str:
+    """``sag.expand_question``: the question with the canonical names of the aliases it names appended, from the
+    synonym tables of the sources (None: all)."""
+    row = conn.execute("select sag.expand_question(query => %s, source_ids => %s)",
+                       [query, list(source_ids) if source_ids is not None else None]).fetchone()
+    return str(row[0]) if row and row[0] is not None else query
 
 
 def match_named_keys(conn: psycopg.Connection, names: Sequence[str], normalized: Sequence[str],

@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import psycopg
 
-__all__ = ["delete_if_empty", "delete_source", "source_configs", "source_ids_by_name"]
+__all__ = ["delete_if_empty", "delete_source", "source_ids_by_name"]
 
 
 def source_ids_by_name(conn: psycopg.Connection) -> dict[str, int]:
@@ -46,8 +43,3 @@ def delete_if_empty(conn: psycopg.Connection, name: str) -> bool:
     return row is not None
 
 
-def source_configs(conn: psycopg.Connection, source_ids: Sequence[int] | None) -> list[dict[str, Any]]:
-    """The configs of the sources (None: every source), by id."""
-    rows = conn.execute("select config from sag.sources where %(ids)s::bigint[] is null or id = any(%(ids)s::bigint[])"
-                        " order by id", {"ids": list(source_ids) if source_ids is not None else None})
-    return [dict(r[0]) for r in rows]

@@ -1,5 +1,5 @@
--- The question side of a search, in SQL: its BM25 terms and the keys it names.  Re-applied on every upgrade.
--- sag.retrieve calls both, so psql and Python analyse a question the same way (one engine, one answer).
+-- The question side of a search, in SQL: its BM25 terms, the keys it names and its sources' synonyms.  Re-applied
+-- on every upgrade.  sag.retrieve and sag.search call them, so psql and Python analyse a question the same way.
 --
 -- Chinese is not segmented with a dictionary of its own: a question's Han runs are segmented against the
 -- index's own vocabulary (sag.term_stats, the lexemes the chunks were indexed with).  A word the index does
@@ -22,12 +22,15 @@ returns text
 language sql immutable parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
-    select pg_catalog.regexp_replace(
-               pg_catalog.normalize(
-                   pg_catalog.regexp_replace(pg_catalog.normalize(pg_catalog.lower(pg_catalog.normalize(word, 'NFKC')), 'NFD'),
-                                             '([a-z])[\u0300-\u036f]+', '\1', 'g'),
-                   'NFC'),
-               '[^[:alnum:]\u0300-\u036f]', '', 'g')
+    select case when word ~ '^[\x01-\x7f]*$'  -- ASCII (most words): the same, with one regular expression, not three
+                then pg_catalog.regexp_replace(pg_catalog.lower(word), '[^a-z0-9]', '', 'g')
+                else pg_catalog.regexp_replace(
+                         pg_catalog.normalize(
+                             pg_catalog.regexp_replace(
+                                 pg_catalog.normalize(pg_catalog.lower(pg_catalog.normalize(word, 'NFKC')), 'NFD'),
+                                 '([a-z])[\u0300-\u036f]+', '\1', 'g'),
+                             'NFC'),
+                         '[^[:alnum:]\u0300-\u036f]', '', 'g') end
 $$;
 
 -- A Han run cut into the index's words: jieba's most probable route with the index's document frequencies,
@@ -186,6 +189,18 @@ comment on function sag.query_terms(text, bigint[]) is
     'jieba''s most probable route with sag.term_stats document frequencies, plus the 2- and 3-character '
     'index words inside longer words (as cut_for_search).  Example: select sag.query_terms(''北京冬奥会开幕时间'');';
 
+-- A question's words as sag.named_keys and sag.expand_question see them: a Han character each, else a letter/digit
+-- run (a hyphenated run is one word).  A pattern for regexp_matches(..., 'g'): immutable, so a plan holds it as a
+-- constant (a set-returning function of the words was not inlined: named_keys took 0.47 instead of 0.39 ms).
+create or replace function sag_internal._word_pattern()
+returns text
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select '([' || h.han || ']|(?:(?![' || h.han || '])[[:alnum:]])+(?:-(?:(?![' || h.han || '])[[:alnum:]])+)*)'
+      from (select sag_internal._han_class() as han) h
+$$;
+
 -- The keys a question names.  A span of the question names a key when its normalized text is the key's
 -- normalized name:
 --   * Latin and other cased scripts: runs of up to max_words words that start and end with a capitalised word
@@ -215,13 +230,11 @@ begin
     end if;
     for span in
         with words as (
-            -- Word units: a Han character each, else a letter/digit run (a hyphenated run is one word).
-            -- Each folded once here: a word is in up to 16 spans (0.5 ms a Chinese question folded per span).
+            -- Each word folded once here: a word is in up to 16 spans (0.5 ms a Chinese question folded per span).
             select w.pos::integer as pos, w.m[1] as word, w.m[1] ~ ('^[' || han || ']') as is_han,
                    sag_internal._fold_word(w.m[1]) as folded
-              from regexp_matches(normalize(coalesce(query, ''), NFKC),
-                                  '([' || han || ']|(?:(?![' || han || '])[[:alnum:]])+(?:-(?:(?![' || han || '])[[:alnum:]])+)*)',
-                                  'g') with ordinality as w(m, pos)
+              from regexp_matches(normalize(coalesce(query, ''), NFKC), sag_internal._word_pattern(), 'g')
+                   with ordinality as w(m, pos)
         ),
         spans as (
             select f.pos as first_word, l.pos as last_word, f.is_han,
@@ -268,3 +281,69 @@ comment on function sag.named_keys(text, bigint[], integer, integer) is
     'characters naming a person, organization or location key, whose normalized text is a key''s normalized '
     'name; longest spans first, each word used once.  hub: more than max_key_events events (NULL = no limit).  '
     'sag.retrieve seeds stage 1 with them.  Example: select * from sag.named_keys(''Who married Marie Antoinette?'');';
+
+-- A question naming an alias of its sources' synonym tables ({"BWR": "Brightwater Robotics"} in
+-- sag.sources.config -> 'synonyms') gets the canonical name added: "Where is BWR based?" becomes "Where is BWR
+-- based? (Brightwater Robotics)", so BM25, the embedding and sag.named_keys reach the canonical key (ingestion
+-- stored the key under that name) and the text by either name.  An alias is named when its folded text
+-- (sag_internal._fold_word: case, width, accents, spacing and punctuation dropped, as key names are compared) is
+-- that of a run of the question's whole words ("big-blue" and "Big Blue" name the alias "Big Blue"; "BWRX" does
+-- not name "BWR"); an alias with characters outside ASCII (Chinese) anywhere in the question's folded text, as
+-- such scripts do not separate words.  A canonical name the question already holds is not added again.
+-- Several sources listing one alias: the source with the lowest id decides.  The names are added in the order
+-- of their aliases in the question, shorter aliases first where they start together.
+create or replace function sag.expand_question(query text, source_ids bigint[] default null)
+returns text
+language plpgsql stable
+set search_path = pg_catalog, sag, public, pg_temp
+set plan_cache_mode = force_generic_plan  -- planned once a session (0.5 ms, as a language sql body at every call)
+as $$
+declare
+    expanded text;
+begin
+    with aliases as (
+        select distinct on (x.alias) x.alias, x.name
+          from (select sag_internal._fold_word(syn.key) as alias, syn.value as name, s.id, syn.key
+                  from sag.sources s,
+                       jsonb_each_text(case when jsonb_typeof(s.config -> 'synonyms') = 'object'
+                                            then s.config -> 'synonyms' else '{}' end) as syn
+                 where source_ids is null or s.id = any (source_ids)) x
+         where x.alias <> ''
+         order by x.alias, x.id, x.key),
+    -- Only the aliases somewhere in the question's folded text are looked for word by word: most questions
+    -- name none, and then the question's words are never split.
+    inside as (select a.* from aliases a where strpos((select sag_internal._fold_word(query)), a.alias) > 0),
+    words as (  -- the question's words, each with its place `at` in the question's folded text
+        select w.pos, w.folded,
+               (sum(char_length(w.folded)) over (order by w.pos) - char_length(w.folded))::integer as at
+          from (select v.pos, sag_internal._fold_word(v.m[1]) as folded
+                  from regexp_matches(normalize(coalesce(query, ''), NFKC), sag_internal._word_pattern(), 'g')
+                       with ordinality as v(m, pos)) w),
+    folded as (select coalesce(string_agg(w.folded, '' order by w.pos), '') as text from words w),
+    named as (
+        select a.name, f.at, char_length(a.alias) as length
+          from inside a, folded q, words f
+         where substr(q.text, f.at + 1, char_length(a.alias)) = a.alias
+           and exists (select 1 from words l where l.at + char_length(l.folded) = f.at + char_length(a.alias))
+        union all
+        select a.name, strpos(q.text, a.alias) - 1, char_length(a.alias)
+          from inside a, folded q
+         where a.alias ~ '[^\x01-\x7f]' and strpos(q.text, a.alias) > 0),
+    added as (
+        select n.name, min(array[n.at, n.length]) as place
+          from named n, folded q
+         where strpos(q.text, sag_internal._fold_word(n.name)) = 0
+         group by n.name)
+    select case when not exists (select 1 from inside) or not exists (select 1 from added) then query
+                else query || ' (' || (select string_agg(a.name, '; ' order by a.place, a.name) from added a)
+                     || ')'
+           end into expanded;
+    return expanded;
+end;
+$$;
+comment on function sag.expand_question(text, bigint[]) is
+    'The question with the canonical name of every alias it names appended, "Where is BWR based? (Brightwater '
+    'Robotics)", from the synonym tables (sources.config -> ''synonyms'') of the given sources (NULL = all): an '
+    'alias is named when its folded text is that of a run of whole words of the question (anywhere, for an '
+    'alias outside ASCII such as Chinese); names the question already holds are left out.  sag.search and the '
+    'Python client search the expanded question.  Example: select sag.expand_question(''Where is BWR based?'');';

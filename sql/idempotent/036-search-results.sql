@@ -147,14 +147,24 @@ as $$
 declare
     sids bigint[];
     result json;
+    given boolean;
+    expanded text;
+    hint constant text := 'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).';
 begin
     if (top_n >= 1) is not true then
         raise exception using errcode = '22023', message = format('sag.search: top_n must be >= 1, got %s', top_n);
     end if;
-    query_embedding := sag_internal._psql_query_embedding(query, query_embedding, 'sag.search',
-        'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).');
+    given := query_embedding is not null;
+    query_embedding := sag_internal._psql_query_embedding(query, query_embedding, 'sag.search', hint);
     if source is not null then
         sids := sag.source_ids(array[source]);
+    end if;
+    expanded := sag.expand_question(query, sids);  -- the sources' synonyms, as the Python client does
+    if expanded is distinct from query then
+        query := expanded;
+        if not given then
+            query_embedding := sag_internal._psql_query_embedding(query, null, 'sag.search', hint);
+        end if;
     end if;
     result := sag.retrieve(query, query_embedding, sids);
     return query
@@ -182,6 +192,7 @@ comment on function sag.search(text, integer, text, vector) is
     'kept among the first three places) (document = uri; title = the '
     'chunk''s, else the document''s).  No PageRank (the Python client adds it; without it, it returns these very '
     'chunks and scores).  source: a source name, ''default'' as everywhere in sag-pg; NULL = all sources; unknown '
-    'name: P0002.  query_embedding: the question''s vector from the database''s embedder; NULL embeds it with '
+    'name: P0002.  The question is searched as sag.expand_question gives it (the sources'' synonyms added).  '
+    'query_embedding: the vector of that question from the database''s embedder; NULL embeds it with '
     'sag.embed_hash, which only a database bound to the hash embedder accepts (22023 otherwise).  '
     'Example: select * from sag.search(''who founded Apple'', 5);';
