@@ -389,6 +389,20 @@ def test_scale_load_keeps_every_invariant_and_the_indexes(db_dsn: str, monkeypat
         assert counts["keys"] == result.keys and counts["event_keys"] == result.event_keys
         hnsw = conn.execute("select count(*) from pg_indexes where schemaname = 'sag' and indexdef like '%hnsw%'")
         assert hnsw.fetchone() == (3,)
+        # The co-occurrence relations, built after the load with the trigger off during it, are those the
+        # trigger keeps: one per pair of entity keys (not action or time) sharing events, as many as they share.
+        expected = conn.execute(
+            "select a.key_id, b.key_id, count(*) from sag.event_keys a"
+            " join sag.event_keys b on b.event_id = a.event_id and b.key_id > a.key_id"
+            " join sag.keys ka on ka.id = a.key_id join sag.keys kb on kb.id = b.key_id"
+            " where ka.type not in ('action', 'time') and kb.type not in ('action', 'time')"
+            " group by a.key_id, b.key_id order by 1, 2").fetchall()
+        stored = conn.execute("select head_key_id, tail_key_id, evidence_count from sag.relations"
+                              " where origin = 'cooccurrence' order by 1, 2").fetchall()
+        assert len(expected) > 100 and stored == expected
+        assert conn.execute("select tgenabled from pg_trigger where tgname = 'event_keys_cooccurrence'"
+                            ).fetchone() == ("O",)
+        assert result.graph_seconds > 0
         # Identity sequences continue after the loaded ids.
         new = conn.execute("insert into sag.sources (name) values ('next') returning id").fetchone()
         assert new == (2,)

@@ -76,12 +76,14 @@ def format_scale(results: Sequence[ScaleResult]) -> str:
     """One row per size, then the targets (fast-search p50 at 1 M, ratio, load rate) held or not."""
     lines = []
     header = (f"{'events':>9} {'chunks':>8} {'keys':>9} {'links':>9} {'load s':>7} {'ev/s':>7} {'index s':>8} "
-              f"{'hnsw s':>7} {'db size':>9} {'p50 ms':>7} {'p95 ms':>7} {'hnsw p50':>8} {'ratio':>6} {'rss MB':>7}")
+              f"{'graph s':>7} {'hnsw s':>7} {'db size':>9} {'p50 ms':>7} {'p95 ms':>7} {'hnsw p50':>8} {'ratio':>6} "
+              f"{'rss MB':>7}")
     lines += [header, "-" * len(header)]
     for r in results:
         lines.append(
             f"{r.events:>9,} {r.chunks:>8,} {r.keys:>9,} {r.event_keys:>9,} {r.load_seconds:>7.1f} "
-            f"{r.events_per_s:>7,.0f} {r.index_seconds:>8.1f} {r.hnsw_seconds:>7.1f} {_mb(r.db_size_bytes):>9} "
+            f"{r.events_per_s:>7,.0f} {r.index_seconds:>8.1f} {r.graph_seconds:>7.1f} "
+            f"{r.hnsw_seconds:>7.1f} {_mb(r.db_size_bytes):>9} "
             f"{r.search_p50_ms:>7.1f} {r.search_p95_ms:>7.1f} {r.hnsw_p50_ms:>8.2f} {r.ratio:>6.1f} "
             f"{r.peak_rss_mb:>7,.0f}")
     for r in results:
