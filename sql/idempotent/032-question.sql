@@ -15,13 +15,6 @@ language sql immutable parallel safe
 set search_path = pg_catalog, pg_temp
 as $$ select '\u3005\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f' $$;
 
--- A name as key normalization folds it (sag_pg.text.normalize.normalize_key without synonyms, which ingestion
--- stored in keys.normalized): NFKC, case folded (lower case, and ß -> ss, ς -> σ, İ -> i̇ as Python's casefold),
--- Latin diacritics dropped, letters, digits and marks kept, and, as there, the punctuation that makes another
--- name: '.' between digits (3.5 is not 35, BA.5.2 is not BA52), '+' and '#' after a letter (C++ and C# are not
--- C), '%' after a digit.  Like normalize_key, the context is the kept text: "Dan + Shay" keeps its '+'.
--- (Without that punctuation 123 of the 27 k keys of rgb-zh, 14 of MuSiQue's 11 k, could not be named.)
--- Differs from it only where Python's Unicode tables do (Cherokee case, marks outside U+0300-U+036F).
 -- The punctuation a folded name keeps, in its context (the kept text, as normalize_key's loop sees it).
 create or replace function sag_internal._name_punctuation(kept text)
 returns text
@@ -34,6 +27,13 @@ as $$
                      '(?<![[:digit:]])\.', '', 'g') end
 $$;
 
+-- A name as key normalization folds it (sag_pg.text.normalize.normalize_key without synonyms, which ingestion
+-- stored in keys.normalized): NFKC, case folded (lower case, and ß -> ss, ς -> σ, İ -> i̇ as Python's casefold),
+-- Latin diacritics dropped, letters, digits and marks kept, and, as there, the punctuation that makes another
+-- name: '.' between digits (3.5 is not 35, BA.5.2 is not BA52), '+' and '#' after a letter (C++ and C# are not
+-- C), '%' after a digit.  Like normalize_key, the context is the kept text: "Dan + Shay" keeps its '+'.
+-- (Without that punctuation 123 of the 27 k keys of rgb-zh, 14 of MuSiQue's 11 k, could not be named.)
+-- Differs from it only where Python's Unicode tables do (Cherokee case, marks outside U+0300-U+036F).
 create or replace function sag_internal._fold_word(word text)
 returns text
 language sql immutable parallel safe
@@ -322,8 +322,8 @@ comment on function sag.named_keys(text, bigint[], integer, integer) is
 -- sag.sources.config -> 'synonyms') gets the canonical name added: "Where is BWR based?" becomes "Where is BWR
 -- based? (Brightwater Robotics)", so BM25, the embedding and sag.named_keys reach the canonical key (ingestion
 -- stored the key under that name) and the text by either name.  An alias is named when its folded text
--- (sag_internal._fold_word: case, width, accents, spacing and punctuation dropped, as key names are compared) is
--- that of a run of the question's whole words ("big-blue" and "Big Blue" name the alias "Big Blue"; "BWRX" does
+-- (sag_internal._fold_word, as key names are folded: case, width, accents and spacing dropped) is that of a run
+-- of the question's whole words ("big-blue" and "Big Blue" name the alias "Big Blue"; "BWRX" does
 -- not name "BWR"); an alias with characters outside ASCII (Chinese) anywhere in the question's folded text, as
 -- such scripts do not separate words.  A canonical name the question already holds is not added again.
 -- Several sources listing one alias: the source with the lowest id decides.  The names are added in the order
@@ -347,8 +347,12 @@ begin
          where x.alias <> ''
          order by x.alias, x.id, x.key),
     -- Only the aliases somewhere in the question's folded text are looked for word by word: most questions
-    -- name none, and then the question's words are never split.
-    inside as (select a.* from aliases a where strpos((select sag_internal._fold_word(query)), a.alias) > 0),
+    -- name none, and then the question's words are never split.  (Without the kept punctuation, which the
+    -- whole question and its words may keep differently: "Dan + Shay".)
+    inside as (
+        select a.* from aliases a
+         where strpos((select pg_catalog.translate(sag_internal._fold_word(query), '+#%.', '')),
+                      pg_catalog.translate(a.alias, '+#%.', '')) > 0),
     words as (  -- the question's words, each with its place `at` in the question's folded text
         select w.pos, w.folded,
                (sum(char_length(w.folded)) over (order by w.pos) - char_length(w.folded))::integer as at

@@ -19,7 +19,7 @@ def sources(db_conn: psycopg.Connection) -> dict[str, int]:
         return int(row[0])
 
     ids = {"robots": source("robots", {"BWR": "Brightwater Robotics", "Big Blue": "IBM", "大蓝": "国际商业机器",
-                                       "Zürich Re": "Zurich Insurance"}),
+                                       "Zürich Re": "Zurich Insurance", "C++": "C plus plus"}),
            "rafting": source("rafting", {"bwr": "Black Water Rafting", "MS": "Microsoft"}),
            "broken": source("broken", ["not", "a", "table"])}
     db_conn.commit()
@@ -42,6 +42,9 @@ def test_an_alias_of_whole_words_adds_its_canonical_name(db_conn: psycopg.Connec
     assert expand(db_conn, "Does zurich re insure it?", robots) == "Does zurich re insure it? (Zurich Insurance)"
     assert expand(db_conn, "Where is BWRX based?", robots) == "Where is BWRX based?"
     assert expand(db_conn, "Is Big Bluebird older?", robots) == "Is Big Bluebird older?"
+    # Punctuation that makes another name counts, as in key names: C++ is not C.
+    assert expand(db_conn, "Is C++ hard?", robots) == "Is C++ hard? (C plus plus)"
+    assert expand(db_conn, "Is C hard?", robots) == "Is C hard?"
     # Chinese does not separate words: anywhere in the question.
     assert expand(db_conn, "大蓝公司在哪里", robots) == "大蓝公司在哪里 (国际商业机器)"
 
