@@ -118,22 +118,27 @@ def retrieve(conn: psycopg.Connection, query: str, query_embedding: npt.NDArray[
 
 def fetch_hits(conn: psycopg.Connection, ranked: Sequence[tuple[int, float]], keys: Sequence[Mapping[str, Any]],
                *, top_n: int, spread_documents: bool = True, pinned: Sequence[int] = (), pinned_within: int = 3,
-               document_ids: Mapping[int, int] | None = None,
+               document_ids: Mapping[int, int] | None = None, query_terms: Sequence[str] | None = None,
+               source_ids: Sequence[int] | None = None,
                ) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
     """``sag_internal._search_hits``: the first ``top_n`` of ``ranked`` ((chunk id, score), best first) in the
     final order -- spread over documents by ``sag.spread_documents``, ``pinned`` kept among the first
-    ``pinned_within`` places, unless ``spread_documents`` is false -- each with its final score, document,
-    events and keys; and key-final's key details by id.  ``document_ids`` (chunk id -> document id, as
-    :func:`retrieve` returns them) spares the server looking them up."""
+    ``pinned_within`` places, unless ``spread_documents`` is false; with ``query_terms`` (the question's BM25
+    terms, as :func:`retrieve` returns them), ordered by ``sag.cover_question`` over ``source_ids`` -- each with
+    its final score, document, events and keys; and key-final's key details by id.  ``document_ids`` (chunk id
+    -> document id, as :func:`retrieve` returns them) spares the server looking them up."""
     ids = [int(c) for c, _ in ranked]
     docs = [document_ids.get(c) for c in ids] if document_ids is not None else None
     # Arrays in binary: psycopg writes a list as text one element at a time (0.4 ms for the ~200 candidates).
     row = conn.execute(
         "select hits, keys from sag_internal._search_hits(chunk_ids => %b::bigint[], scores => %b::float8[], "
         "document_ids => %b::bigint[], key_ids => %b::bigint[], key_weights => %b::float8[], "
-        "key_steps => %b::integer[], top_n => %s, spread => %s, pinned => %b::bigint[], pinned_within => %s)",
+        "key_steps => %b::integer[], top_n => %s, spread => %s, pinned => %b::bigint[], pinned_within => %s, "
+        "query_terms => %s::text[], source_ids => %s::bigint[], cover => %s)",
         [ids, [float(s) for _, s in ranked], docs, [k["key_id"] for k in keys], [float(k["weight"]) for k in keys],
-         [int(k["step"]) for k in keys], top_n, spread_documents, [int(c) for c in pinned], pinned_within],
+         [int(k["step"]) for k in keys], top_n, spread_documents, [int(c) for c in pinned], pinned_within,
+         list(query_terms) if query_terms is not None else None,
+         list(source_ids) if source_ids is not None else None, query_terms is not None],
     ).fetchone()
     assert row is not None
     details, key_details = row

@@ -50,7 +50,9 @@ class RetrievalParams:
     per independent witness: BM25, and the cosine when the embedder's redundancy is under 0.5; then, for each
     key the question names, its page (a document titled with its name) or its best chunk; then its bridges,
     the pages about the keys its best passage adds) whose document is not in the first ``direct_within``
-    places move up to place ``direct_within`` (0: no move).
+    places move up to place ``direct_within`` (0: no move).  ``cover_question`` (the order within the top
+    ``top_n``): from place 2, each place goes to the chunk that adds most of the question's words the places
+    above do not hold (``sag.cover_question``); the same chunks either way.
     docs/retrieval.md gives the reasons for each default.
     """
 
@@ -76,11 +78,12 @@ class RetrievalParams:
     pagerank_alpha: float = 0.3
     spread_documents: bool = True
     direct_within: int = 3
+    cover_question: bool = True
 
     def sql_arguments(self) -> dict[str, object]:
         """The named arguments of sag.retrieve (everything but PageRank's damping and the final order)."""
         return {name: value for name, value in _values(self).items()
-                if name not in ("pagerank_alpha", "spread_documents", "direct_within")}
+                if name not in ("pagerank_alpha", "spread_documents", "direct_within", "cover_question")}
 
 
 def _values(params: RetrievalParams) -> dict[str, object]:
@@ -176,7 +179,8 @@ def retrieve(
                 conn, [(found.chunks[i]["chunk_id"], scores[found.chunks[i]["chunk_id"]]) for i in order],
                 found.keys, top_n=top_n, spread_documents=params.spread_documents,
                 pinned=found.direct_matches, pinned_within=params.direct_within,
-                document_ids={c["chunk_id"]: c["document_id"] for c in found.chunks})
+                document_ids={c["chunk_id"]: c["document_id"] for c in found.chunks},
+                query_terms=found.terms if params.cover_question else None, source_ids=source_ids)
             timings["fetch"] = (time.perf_counter() - t0) * 1000.0
             by_id = {c["chunk_id"]: c for c in found.chunks}
             top = [by_id[d["chunk_id"]] for d in details]

@@ -2,6 +2,8 @@
 --
 --   sag.spread_documents:      the final order: one document's repeats count less, the direct matches kept
 --                              near the top.
+--   sag.cover_question:        the order within the top list: each place to what the places above do not hold
+--                              of the question yet.
 --   sag_internal._search_hits: that order and the top chunks' details, for the Python client (which ranks the
 --                              candidates with PageRank first).
 --   sag.search:                psql's search: sag.retrieve, then the top_n chunks by weight_init with their
@@ -57,32 +59,122 @@ comment on function sag.spread_documents(bigint[], float8[], bigint[], integer, 
     'each chunk''s document, as sag.retrieve returns them (NULL: looked up; a chunk that is no more is left out).  '
     'Used by sag.search (on weight_init) and by the Python client (on the PageRank scores).';
 
+-- The order within a search's top list: each next place goes to the chunk that adds most of what the question
+-- asks and the places above do not hold yet.  Greedily, from place 2 (place 1 stays the ranking's): a chunk is
+-- worth its score times 1 + the share of the question's words (BM25 terms, each weighted by its idf over the
+-- sources) that it holds and no chunk placed before it does.  A two-hop or comparison question asks about two
+-- things ("Which band was formed first, The Exies or Circus Diablo?"); the ranking puts the chunks about the
+-- first one on top, all alike, and the page about the second at place 3-5.  This is aspect coverage as in
+-- xQuAD, with the question's words (not its function words) as its aspects and no parameter: holding all of the question that is not
+-- covered yet counts as much as the score itself.  Only the order changes, not which chunks are listed, so
+-- Recall@top_n stays; the direct matches (pinned) that were among the first pinned_within places and fell below
+-- move back to just before place pinned_within, as sag.spread_documents placed them.
+create or replace function sag.cover_question(chunk_ids bigint[], scores float8[], query_terms text[],
+                                              source_ids bigint[] default null, pinned bigint[] default '{}',
+                                              pinned_within integer default 3)
+returns table (chunk_id bigint, score float8)
+language plpgsql stable
+rows 10  -- as many as it is given, a top list: the planner's default of 1,000 made _search_hits scan chunks
+set search_path = pg_catalog, sag, public, pg_temp
+-- Planned once a session: as language sql this statement was planned at every call (0.3 ms).
+set plan_cache_mode = force_generic_plan
+as $$
+begin
+    return query
+    with recursive
+    aspects as materialized (
+        -- Function words ask for nothing: "what", "did", "where" are rare in passages, so their idf is high,
+        -- and a chunk holding them would be taken for the question's other half.
+        select d.term, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) as idf
+          from sag.bm25_df(array(select t.term from sag_internal._bm25_query_terms(query_terms) t
+                                  where t.term <> all (sag_internal._embed_hash_stopwords())), source_ids) d,
+               (select c.n from sag.bm25_corpus(source_ids) c) n
+         where d.df > 0),
+    worth as (
+        -- What each place is worth: the place's score in the given order, i.e. the n-th best score of the list
+        -- (the pins placed some chunks above better-scored ones; that order is the ranking's).
+        select w.score, row_number() over (order by w.score desc) as n from unnest(scores) as w(score)),
+    listed as materialized (
+        -- Each chunk with the question's terms it holds (setweight marks them, ts_filter keeps them).
+        select u.chunk_id, u.score, u.n::integer as n, w.score as worth,
+               tsvector_to_array(ts_filter(setweight(c.tsv, 'A', array(select a.term from aspects a)), '{a}'))
+                   as held
+          from unnest(chunk_ids, scores) with ordinality as u(chunk_id, score, n)
+          join worth w on w.n = u.n
+          join sag.chunks c on c.id = u.chunk_id),
+    total as (select nullif(sum(a.idf), 0) as idf from aspects a),
+    placed (place, n, chosen, covered) as (
+        select 1, l.n, array[l.n], l.held from listed l where l.n = 1
+        union all
+        select p.place + 1, b.n, p.chosen || b.n, p.covered || b.held
+          from placed p
+          cross join lateral (
+              select l.n, l.held
+                from listed l
+               where l.n <> all (p.chosen)
+               order by l.worth * (1 + coalesce((select sum(a.idf) from aspects a
+                                                  where a.term = any (l.held) and a.term <> all (p.covered))
+                                                / (select t.idf from total t), 0)) desc,
+                        l.n
+               limit 1) b),
+    fallen as (
+        -- Pinned chunks that were among the first pinned_within places and are no more.
+        select p.n, row_number() over (order by p.place) as k
+          from placed p join listed l on l.n = p.n
+         where l.chunk_id = any (coalesce(pinned, '{}')) and l.n <= pinned_within and p.place > pinned_within)
+    select l.chunk_id, l.score
+      from placed p
+      join listed l on l.n = p.n
+      left join fallen f on f.n = p.n
+     order by case when f.k is null then p.place::float8
+                   else pinned_within - 1 + f.k::float8 / ((select count(*) from fallen) + 1) end;
+end;
+$$;
+comment on function sag.cover_question(bigint[], float8[], text[], bigint[], bigint[], integer) is
+    'The order within a search''s top list (chunk_ids with their scores, in the final order): place 1 stays; '
+    'each next place goes to the chunk with the highest score * (1 + g), g = the idf-weighted share (idf over '
+    'source_ids, NULL = all) of the question''s BM25 terms (query_terms, tokens as sag.query_terms gives them) '
+    'that the chunk holds and no chunk placed before it does; ties in the given order.  Pinned chunks that were '
+    'among the first pinned_within places and fell below move back to just before place pinned_within.  Same '
+    'chunks and scores, another order; used by sag.search and the Python client after sag.spread_documents.';
+
 -- The details of a search's top chunks, for a client that ranks the candidates itself (the Python client:
 -- PageRank over sag.retrieve's graph): the final order of the given (chunk id, score) pairs (sag.spread_documents
--- with the pins, or as given when spread is false), then the first top_n with their score, document, events and
--- keys (each key's key-final weight and step when it has one), and key-final's details.  One statement planned
--- once a session (plpgsql, generic plan): planned at every call it cost 0.5 ms.
+-- with the pins, or as given when spread is false), its first top_n (ordered by sag.cover_question when cover is
+-- true: query_terms and source_ids are its), with their score, document, events and
+-- keys (each key's key-final weight and step when it has one), and key-final's details.  plpgsql with generic
+-- plans, planned once a session: planned at every call the details' statement cost 0.5 ms.
+drop function if exists sag_internal._search_hits(bigint[], float8[], bigint[], bigint[], float8[], integer[], integer,
+                                                  boolean, bigint[], integer);  -- gained the question's terms
 create or replace function sag_internal._search_hits(
     chunk_ids bigint[], scores float8[], document_ids bigint[], key_ids bigint[], key_weights float8[],
-    key_steps integer[], top_n integer, spread boolean, pinned bigint[], pinned_within integer)
+    key_steps integer[], top_n integer, spread boolean, pinned bigint[], pinned_within integer,
+    query_terms text[], source_ids bigint[], cover boolean)
 returns table (hits json, keys json)
 language plpgsql stable
 set search_path = pg_catalog, sag, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
+declare
+    top_ids bigint[] := chunk_ids[1:top_n];
+    top_scores float8[] := scores[1:top_n];
 begin
+    -- The top list in three plain statements: one statement with both ways as branches cost 0.5 ms more.
+    if spread then
+        select array_agg(s.chunk_id order by s.n), array_agg(s.score order by s.n) into top_ids, top_scores
+          from (select x.chunk_id, x.score, x.n
+                  from sag.spread_documents(chunk_ids, scores, pinned => pinned, pinned_within => pinned_within,
+                                            document_ids => document_ids) with ordinality as x(chunk_id, score, n)
+                 order by x.n limit top_n) s;
+    end if;
+    if cover then
+        select array_agg(c.chunk_id order by c.n), array_agg(c.score order by c.n) into top_ids, top_scores
+          from sag.cover_question(top_ids, top_scores, query_terms, source_ids, pinned => pinned,
+                                  pinned_within => pinned_within) with ordinality as c(chunk_id, score, n);
+    end if;
     return query
     with kf as (select * from unnest(key_ids, key_weights, key_steps) as u(id, weight, step)),
-    ranked as (
-        select s.chunk_id, s.score, s.n
-          from sag.spread_documents(chunk_ids, scores, pinned => pinned, pinned_within => pinned_within,
-                                    document_ids => document_ids) with ordinality as s(chunk_id, score, n)
-         where spread
-        union all
-        select u.chunk_id, u.score, u.n
-          from unnest(chunk_ids, scores) with ordinality as u(chunk_id, score, n)
-         where not spread),
-    t as (select r.chunk_id as id, r.score, r.n from ranked r order by r.n limit top_n)
+    t as (select u.id, u.score, u.n from unnest(top_ids, top_scores) with ordinality as u(id, score, n))
     select
       (select coalesce(json_agg(json_build_object(
                   'chunk_id', c.id, 'score', t.score, 'uri', d.uri, 'document_title', d.title, 'title', c.title,
@@ -149,6 +241,7 @@ declare
     result json;
     given boolean;
     expanded text;
+    pins bigint[];
     hint constant text := 'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).';
 begin
     if (top_n >= 1) is not true then
@@ -167,29 +260,38 @@ begin
         end if;
     end if;
     result := sag.retrieve(query, query_embedding, sids);
+    pins := array(select d.v::bigint from json_array_elements_text(result -> 'direct_matches')
+                                      with ordinality as d(v, n) order by d.n);
     return query
+    with spread as (
+        select x.chunk_id, x.score, x.n
+          from sag.spread_documents(
+                   array(select (e.r ->> 'chunk_id')::bigint
+                           from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
+                   array(select (e.r ->> 'weight_init')::float8
+                           from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
+                   pins,
+                   document_ids => array(select (e.r ->> 'document_id')::bigint
+                                           from json_array_elements(result -> 'chunks') with ordinality as e(r, n)
+                                          order by e.n))
+               with ordinality as x(chunk_id, score, n)
+         order by x.n
+         limit top_n)
     select d.uri, c.id, coalesce(nullif(c.title, ''), d.title), c.content, x.score
-      from sag.spread_documents(
-               array(select (e.r ->> 'chunk_id')::bigint
-                       from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
-               array(select (e.r ->> 'weight_init')::float8
-                       from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
-               array(select d.v::bigint from json_array_elements_text(result -> 'direct_matches')
-                                         with ordinality as d(v, n) order by d.n),
-               document_ids => array(select (e.r ->> 'document_id')::bigint
-                                       from json_array_elements(result -> 'chunks') with ordinality as e(r, n)
-                                      order by e.n))
+      from sag.cover_question(array(select s.chunk_id from spread s order by s.n),
+                              array(select s.score from spread s order by s.n),
+                              array(select json_array_elements_text(result -> 'terms')), sids, pins)
            with ordinality as x(chunk_id, score, n)
       join sag.chunks c on c.id = x.chunk_id
       join sag.documents d on d.id = c.document_id
-     order by x.n
-     limit top_n;
+     order by x.n;
 end;
 $$;
 comment on function sag.search(text, integer, text, vector) is
     'SAG search from psql: sag.retrieve, then the top_n chunks by weight_init spread over documents '
     '(sag.spread_documents: the n-th chunk of a document counts 1/n; score = that; the question''s direct matches '
-    'kept among the first three places) (document = uri; title = the '
+    'kept among the first three places), in the order of sag.cover_question (what each chunk adds to the places '
+    'above) (document = uri; title = the '
     'chunk''s, else the document''s).  No PageRank (the Python client adds it; without it, it returns these very '
     'chunks and scores).  source: a source name, ''default'' as everywhere in sag-pg; NULL = all sources; unknown '
     'name: P0002.  The question is searched as sag.expand_question gives it (the sources'' synonyms added).  '
