@@ -61,14 +61,15 @@ comment on function sag.spread_documents(bigint[], float8[], bigint[], integer, 
 
 -- The order within a search's top list: each next place goes to the chunk that adds most of what the question
 -- asks and the places above do not hold yet.  Greedily, from place 2 (place 1 stays the ranking's): a chunk is
--- worth its score times 1 + the share of the question's words (BM25 terms, each weighted by its idf over the
--- sources) that it holds and no chunk placed before it does.  A two-hop or comparison question asks about two
--- things ("Which band was formed first, The Exies or Circus Diablo?"); the ranking puts the chunks about the
--- first one on top, all alike, and the page about the second at place 3-5.  This is aspect coverage as in
--- xQuAD, with the question's words (not its function words) as its aspects and no parameter: holding all of the question that is not
--- covered yet counts as much as the score itself.  Only the order changes, not which chunks are listed, so
--- Recall@top_n stays; the direct matches (pinned) that were among the first pinned_within places and fell below
--- move back to just before place pinned_within, as sag.spread_documents placed them.
+-- worth the score its place holds times 1 + the share of the question's words (BM25 terms, each weighted by its
+-- idf over the sources) that it holds and no chunk placed before it does.  A two-hop or comparison question
+-- asks about two things ("Which band was formed first, The Exies or Circus Diablo?"); the ranking puts the
+-- chunks about the first one on top, all alike, and the page about the second at place 3-5.  This is aspect
+-- coverage as in xQuAD, with the question's words (not its function words) as its aspects and no parameter:
+-- holding all of the question that is not covered yet counts as much as the score itself.  Only the order
+-- changes, not which chunks are listed, so Recall@top_n stays; the direct matches (pinned) that were among the
+-- first pinned_within places and fell below move back to just before place pinned_within, as
+-- sag.spread_documents placed them.
 create or replace function sag.cover_question(chunk_ids bigint[], scores float8[], query_terms text[],
                                               source_ids bigint[] default null, pinned bigint[] default '{}',
                                               pinned_within integer default 3)
@@ -104,7 +105,8 @@ begin
           join sag.chunks c on c.id = u.chunk_id),
     total as (select nullif(sum(a.idf), 0) as idf from aspects a),
     placed (place, n, chosen, covered) as (
-        select 1, l.n, array[l.n], l.held from listed l where l.n = 1
+        -- (the first chunk listed: a chunk deleted since the ranking is left out, as sag.spread_documents does)
+        (select 1, l.n, array[l.n], l.held from listed l order by l.n limit 1)
         union all
         select p.place + 1, b.n, p.chosen || b.n, p.covered || b.held
           from placed p
@@ -132,7 +134,8 @@ end;
 $$;
 comment on function sag.cover_question(bigint[], float8[], text[], bigint[], bigint[], integer) is
     'The order within a search''s top list (chunk_ids with their scores, in the final order): place 1 stays; '
-    'each next place goes to the chunk with the highest score * (1 + g), g = the idf-weighted share (idf over '
+    'each next place goes to the chunk with the highest w * (1 + g), w = the score its place holds (the n-th '
+    'best score of the list at place n), g = the idf-weighted share (idf over '
     'source_ids, NULL = all) of the question''s BM25 terms (query_terms, tokens as sag.query_terms gives them) '
     'that the chunk holds and no chunk placed before it does; ties in the given order.  Pinned chunks that were '
     'among the first pinned_within places and fell below move back to just before place pinned_within.  Same '

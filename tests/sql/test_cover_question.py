@@ -113,3 +113,11 @@ def test_search_orders_its_top_list_so_in_psql_and_python(db_conn: psycopg.Conne
     psql = [r[0] for r in db_conn.execute(
         "select chunk_id from sag.search(%s, 4, 'bands', '[1,0,0]'::vector)", [QUESTION]).fetchall()]
     assert psql == [h.chunk_id for h in covered]
+
+
+def test_a_chunk_deleted_since_the_ranking_is_left_out(db_conn: psycopg.Connection) -> None:
+    s, c = _corpus(db_conn)
+    gone = c["other"]
+    db_conn.execute("delete from sag.chunks where id = %s", [gone])
+    got = [x for x, _ in _cover(db_conn, [gone, c["exies1"], c["exies2"], c["circus"]], [0.9, 0.8, 0.7, 0.6], s)]
+    assert got == [c["exies1"], c["circus"], c["exies2"]]
