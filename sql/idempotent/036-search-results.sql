@@ -62,8 +62,9 @@ comment on function sag.spread_documents(bigint[], float8[], bigint[], integer, 
 -- The order within a search's top list: each next place goes to the chunk that adds most of what the question
 -- asks and the places above do not hold yet.  Greedily, from place 2 (place 1 stays the ranking's): a chunk is
 -- worth the score its place holds times 1 + the share of the question's words (BM25 terms, each weighted by its
--- idf over the sources) that it holds and no chunk placed before it does.  A two-hop or comparison question
--- asks about two things ("Which band was formed first, The Exies or Circus Diablo?"); the ranking puts the
+-- idf over the sources) that its document holds (its chunks in the list) and no chunk placed before it does.
+-- A two-hop or comparison question asks about two things ("Which band was formed first, The Exies or Circus
+-- Diablo?"); the ranking puts the
 -- chunks about the first one on top, all alike, and the page about the second at place 3-5.  This is aspect
 -- coverage as in xQuAD, with the question's words (not its function words) as its aspects and no parameter:
 -- holding all of the question that is not covered yet counts as much as the score itself.  Only the order
@@ -95,14 +96,22 @@ begin
         -- What each place is worth: the place's score in the given order, i.e. the n-th best score of the list
         -- (the pins placed some chunks above better-scored ones; that order is the ranking's).
         select w.score, row_number() over (order by w.score desc) as n from unnest(scores) as w(score)),
-    listed as materialized (
+    held as materialized (
         -- Each chunk with the question's terms it holds (setweight marks them, ts_filter keeps them).
-        select u.chunk_id, u.score, u.n::integer as n, w.score as worth,
+        select u.chunk_id, u.score, u.n::integer as n, w.score as worth, c.document_id,
                tsvector_to_array(ts_filter(setweight(c.tsv, 'A', array(select a.term from aspects a)), '{a}'))
-                   as held
+                   as terms
           from unnest(chunk_ids, scores) with ordinality as u(chunk_id, score, n)
           join worth w on w.n = u.n
           join sag.chunks c on c.id = u.chunk_id),
+    listed as materialized (
+        -- What a chunk brings is its document's: once a document has a place, its other chunks add nothing
+        -- new (the demo's two-hop question put the first document's second chunk, holding more of the
+        -- question's words, above the second hop's page).
+        select h.chunk_id, h.score, h.n, h.worth,
+               array(select distinct x.term from held o cross join unnest(o.terms) as x(term)
+                      where o.document_id = h.document_id) as held
+          from held h),
     total as (select nullif(sum(a.idf), 0) as idf from aspects a),
     placed (place, n, chosen, covered) as (
         -- (the first chunk listed: a chunk deleted since the ranking is left out, as sag.spread_documents does)
@@ -137,7 +146,8 @@ comment on function sag.cover_question(bigint[], float8[], text[], bigint[], big
     'each next place goes to the chunk with the highest w * (1 + g), w = the score its place holds (the n-th '
     'best score of the list at place n), g = the idf-weighted share (idf over '
     'source_ids, NULL = all) of the question''s BM25 terms (query_terms, tokens as sag.query_terms gives them) '
-    'that the chunk holds and no chunk placed before it does; ties in the given order.  Pinned chunks that were '
+    'that the chunk''s document holds (its chunks in the list) and no chunk placed before it does; ties in the '
+    'given order.  Pinned chunks that were '
     'among the first pinned_within places and fell below move back to just before place pinned_within.  Same '
     'chunks and scores, another order; used by sag.search and the Python client after sag.spread_documents.';
 

@@ -121,3 +121,20 @@ def test_a_chunk_deleted_since_the_ranking_is_left_out(db_conn: psycopg.Connecti
     db_conn.execute("delete from sag.chunks where id = %s", [gone])
     got = [x for x, _ in _cover(db_conn, [gone, c["exies1"], c["exies2"], c["circus"]], [0.9, 0.8, 0.7, 0.6], s)]
     assert got == [c["exies1"], c["circus"], c["exies2"]]
+
+
+def test_what_a_chunk_brings_is_its_documents(db_conn: psycopg.Connection) -> None:
+    s, c = _corpus(db_conn)
+    g = GraphBuilder(db_conn)
+    # A document whose first chunk is about the Exies and whose second names Circus Diablo: once the document
+    # has place 1, the second chunk brings nothing new, and the other document keeps place 2.  Counted by
+    # chunk, it would take place 2.
+    doc = g.document(s, "exies-tour.md")
+    first = g.chunk(doc, "The Exies are a rock band formed in Los Angeles", (1, 0, 0))
+    aside = g.chunk(doc, "They once shared a stage with Circus Diablo", (1, 0, 0))
+    got = [x for x, _ in _cover(db_conn, [first, c["exies2"], aside], [0.9, 0.8, 0.7], s)]
+    assert got == [first, c["exies2"], aside]
+    # In a document of its own the same text does take place 2.
+    alone = g.chunk(g.document(s, "aside.md"), "They once shared a stage with Circus Diablo", (1, 0, 0))
+    got = [x for x, _ in _cover(db_conn, [first, c["exies2"], alone], [0.9, 0.8, 0.7], s)]
+    assert got == [first, alone, c["exies2"]]
