@@ -136,7 +136,8 @@ class SAG:
             self.embedder, extractor,
             concurrency=self.settings.llm_concurrency if self.llm else 1,
         )
-        runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm, bulk=bulk)
+        runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm, bulk=bulk,
+                          async_commit=self.settings.async_commit)
         with self.db.connect(autocommit=True) as conn:
             new_source = catalog.source_id(conn, source) is None
         try:

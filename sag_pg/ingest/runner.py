@@ -67,7 +67,7 @@ DocumentCallback = Callable[[str, str], None]  # (status: stored|skipped|failed,
 class Ingestor:
     def __init__(self, db: Database, preparer: DocumentPreparer, *, source: str = "default",
                  alignment: store.KeyAlignment | None = None, llm: LLM | None = None,
-                 bulk: bool | None = None) -> None:
+                 bulk: bool | None = None, async_commit: bool = False) -> None:
         """``bulk``: rebuild the vector indexes after the load instead of row by row — None decides by
         the number of changed documents (at least as many as already stored, at least 200, at most
         BULK_DOCUMENTS needed), True forces it, False never."""
@@ -78,6 +78,7 @@ class Ingestor:
         self.alignment = alignment or store.KeyAlignment()
         self.alignment_from_source = alignment is None  # an explicit alignment wins over the source's config
         self.llm = llm
+        self.async_commit = async_commit
 
     def run(self, inputs: Iterable[ReadResult], *, on_document: DocumentCallback | None = None) -> IngestReport:
         report = IngestReport()
@@ -100,8 +101,7 @@ class Ingestor:
 
     def _run(self, conn: psycopg.Connection, reader: psycopg.Connection, inputs: Iterable[ReadResult],
              report: IngestReport, notify: DocumentCallback) -> None:
-        # A lost commit after an OS crash is re-ingested next time; atomicity is unaffected.
-        store.writer_session(conn)
+        store.writer_session(conn, async_commit=self.async_commit)
         source_id = self._init_source(conn)
         known = store.document_hashes(conn, source_id)
         conn.commit()

@@ -4,7 +4,7 @@
 create or replace function sag.ensure_source(source_name text)
 returns bigint
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     found_id bigint;
@@ -27,7 +27,7 @@ comment on function sag.ensure_source(text) is 'The id of the source with this n
 create or replace function sag.source_ids(source_names text[])
 returns bigint[]
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     ids bigint[];
@@ -54,7 +54,7 @@ comment on function sag.source_ids(text[]) is
 create or replace function sag_internal._wait_for_index_builds()
 returns void
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     perform pg_advisory_xact_lock_shared(hashtext('sag.vector_indexes'));
@@ -72,11 +72,11 @@ $$;
 -- most similar same-type key by trigram similarity, then by embedding.
 -- Set-based (one statement for a whole document) because a per-key function call cost ~0.2 ms each.
 create or replace function sag_internal._match_keys(
-    p_source_id bigint, types text[], normalized text[], value_strings text[], embeddings vector[],
+    p_source_id bigint, types text[], normalized text[], value_strings text[], embeddings @extschema:vector@.vector[],
     trgm_threshold float8, vector_threshold float8, across_types boolean)
 returns table (ord integer, key_id bigint)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 -- Planned as a generic plan, the trigram test would scan sag.keys sequentially (the planner cannot see
 -- the threshold); the indexes are always the right way in.
 set enable_seqscan = off
@@ -100,32 +100,32 @@ as $$
       -- offset 0 keeps the source/type filters outside, so the trigram GIN index drives the lookup.
       left join lateral (
           select c.id from (
-              select k.id, k.source_id, k.type, similarity(k.normalized, u.norm) as sim from sag.keys k
+              select k.id, k.source_id, k.type, @extschema:pg_trgm@.similarity(k.normalized, u.norm) as sim from sag.keys k
                where exact.id is null and other_type.id is null and reordered.id is null
                  and trgm_threshold is not null
-                 and u.vs is not null and k.normalized % u.norm offset 0) c
+                 and u.vs is not null and k.normalized operator(@extschema:pg_trgm@.%) u.norm offset 0) c
            where c.source_id = p_source_id and c.type = u.type and c.sim >= trgm_threshold
            order by c.sim desc, c.id limit 1) fuzzy on true
       left join lateral (
           select c.id from (
-              select k.id, k.embedding <=> u.emb as distance from sag.keys k
+              select k.id, k.embedding operator(@extschema:vector@.<=>) u.emb as distance from sag.keys k
                where exact.id is null and other_type.id is null and reordered.id is null and fuzzy.id is null
                  and vector_threshold is not null and u.emb is not null
                  and k.source_id = p_source_id and k.type = u.type and k.embedding is not null
-               order by k.embedding <=> u.emb limit 1) c
+               order by k.embedding operator(@extschema:vector@.<=>) u.emb limit 1) c
            where 1 - c.distance >= vector_threshold) near on true
 $$;
 
 create or replace function sag.resolve_keys(
     p_source_id bigint,
     types text[], names text[], normalized text[],
-    value_strings text[], value_numbers float8[], value_bools boolean[], embeddings vector[],
+    value_strings text[], value_numbers float8[], value_bools boolean[], embeddings @extschema:vector@.vector[],
     trgm_threshold float8 default 0.9,
     vector_threshold float8 default null,
     across_types boolean default true)
 returns table (ord integer, key_id bigint)
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     matched bigint[];
@@ -204,7 +204,7 @@ begin
     return query select r.n::int, r.id from unnest(resolved) with ordinality as r(id, n) order by r.n;
 end;
 $$;
-comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], float8[], boolean[], vector[], float8, float8, boolean) is
+comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], float8[], boolean[], @extschema:vector@.vector[], float8, float8, boolean) is
     'Maps extracted keys (parallel arrays, 1-based ord) to key ids: reuses an existing key of the same meaning '
     '(exact normalized value; across types; trigram >= trgm_threshold; embedding >= vector_threshold; NULL '
     'disables a test) and creates the rest.';
@@ -214,7 +214,7 @@ comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], flo
 create or replace function sag_internal._adjust_key_counts(key_ids bigint[], deltas integer[])
 returns void
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     perform 1 from sag.keys k where k.id = any(key_ids) order by k.id for no key update;
@@ -231,7 +231,7 @@ $$;
 create or replace function sag_internal._document_key_events(p_document_id bigint)
 returns table (key_id bigint, n integer)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select ek.key_id, count(*)::int from sag.event_keys ek
       join sag.events e on e.id = ek.event_id
@@ -242,7 +242,7 @@ $$;
 create or replace function sag.delete_document(p_document_id bigint)
 returns boolean
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     ids bigint[];
@@ -269,13 +269,13 @@ create or replace function sag.store_document(
     p_source_id bigint, p_uri text, p_title text, p_content text, p_content_hash text, p_summary text,
     p_metadata jsonb, p_prompt_tokens integer, p_completion_tokens integer,
     chunk_titles text[], chunk_contents text[], chunk_start_lines integer[], chunk_end_lines integer[],
-    chunk_embeddings vector[], chunk_tokens text[], chunk_token_counts integer[],
+    chunk_embeddings @extschema:vector@.vector[], chunk_tokens text[], chunk_token_counts integer[],
     event_chunk_ordinals integer[], event_titles text[], event_contents text[], event_times timestamptz[],
-    event_embeddings vector[],
+    event_embeddings @extschema:vector@.vector[],
     link_event_ordinals integer[], link_key_ids bigint[], link_counts integer[])
 returns bigint
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     old_id bigint;
@@ -336,29 +336,29 @@ begin
     return doc_id;
 end;
 $$;
-comment on function sag.store_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], vector[], text[], integer[], integer[], text[], text[], timestamptz[], vector[], integer[], bigint[], integer[]) is
+comment on function sag.store_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], @extschema:vector@.vector[], text[], integer[], integer[], text[], text[], timestamptz[], @extschema:vector@.vector[], integer[], bigint[], integer[]) is
     'Stores one document with its chunks (0-based ordinals in array order), events (attached to chunk '
     'ordinals) and event-key links (event ordinal, key id, count), replacing a document with the same uri '
     'in the source. Call inside the caller''s transaction: all or nothing.';
 
 create or replace function sag.pre_retrieve(
-    event_embedding vector, p_source_id bigint, direct_k integer default 10, similar_n integer default 3)
+    event_embedding @extschema:vector@.vector, p_source_id bigint, direct_k integer default 10, similar_n integer default 3)
 returns jsonb
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select jsonb_build_object(
         'direct_keys', coalesce((
             select jsonb_agg(jsonb_build_object('type', d.type, 'name', d.name) order by d.distance)
-              from (select k.type, k.name, k.embedding <=> event_embedding as distance
+              from (select k.type, k.name, k.embedding operator(@extschema:vector@.<=>) event_embedding as distance
                       from sag.keys k
                      where k.source_id = p_source_id and k.embedding is not null
-                     order by k.embedding <=> event_embedding limit direct_k) d), '[]'::jsonb),
+                     order by k.embedding operator(@extschema:vector@.<=>) event_embedding limit direct_k) d), '[]'::jsonb),
         'keys_from_events', coalesce((
             select jsonb_agg(distinct jsonb_build_object('type', k.type, 'name', k.name))
               from (select e.id from sag.events e
                      where e.source_id = p_source_id and e.embedding is not null
-                     order by e.embedding <=> event_embedding limit similar_n) se
+                     order by e.embedding operator(@extschema:vector@.<=>) event_embedding limit similar_n) se
               join sag.event_keys ek on ek.event_id = se.id
               join sag.keys k on k.id = ek.key_id), '[]'::jsonb),
         'key_types', coalesce((
@@ -367,7 +367,7 @@ as $$
                 union
                 select distinct k.type from sag.keys k where k.source_id = p_source_id) types), '[]'::jsonb))
 $$;
-comment on function sag.pre_retrieve(vector, bigint, integer, integer) is
+comment on function sag.pre_retrieve(@extschema:vector@.vector, bigint, integer, integer) is
     'Pre-retrieval for key extraction (sag-algorithm 1.3): the event''s top-K similar keys (direct_keys), '
     'the keys of its top-N similar events (keys_from_events) and the source''s key types.';
 
@@ -375,16 +375,16 @@ create or replace function sag.ingest_document(
     p_source_id bigint, p_uri text, p_title text, p_content text, p_content_hash text, p_summary text,
     p_metadata jsonb, p_prompt_tokens integer, p_completion_tokens integer,
     chunk_titles text[], chunk_contents text[], chunk_start_lines integer[], chunk_end_lines integer[],
-    chunk_embeddings vector[], chunk_tokens text[], chunk_token_counts integer[],
+    chunk_embeddings @extschema:vector@.vector[], chunk_tokens text[], chunk_token_counts integer[],
     event_chunk_ordinals integer[], event_titles text[], event_contents text[], event_times timestamptz[],
-    event_embeddings vector[],
+    event_embeddings @extschema:vector@.vector[],
     key_types text[], key_names text[], key_normalized text[], key_strings text[], key_numbers float8[],
-    key_bools boolean[], key_embeddings vector[],
+    key_bools boolean[], key_embeddings @extschema:vector@.vector[],
     link_event_ordinals integer[], link_key_ords integer[], link_counts integer[],
     trgm_threshold float8 default 0.9, vector_threshold float8 default null, across_types boolean default true)
 returns bigint
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     resolved bigint[];
@@ -402,6 +402,6 @@ begin
         link_counts);
 end;
 $$;
-comment on function sag.ingest_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], vector[], text[], integer[], integer[], text[], text[], timestamptz[], vector[], text[], text[], text[], text[], float8[], boolean[], vector[], integer[], integer[], integer[], float8, float8, boolean) is
+comment on function sag.ingest_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], @extschema:vector@.vector[], text[], integer[], integer[], text[], text[], timestamptz[], @extschema:vector@.vector[], text[], text[], text[], text[], float8[], boolean[], @extschema:vector@.vector[], integer[], integer[], integer[], float8, float8, boolean) is
     'One whole document in one call (so one statement is one transaction): sag.resolve_keys for its keys '
     '(parallel arrays), then sag.store_document with links given as (event ordinal, 1-based key position, count).';
