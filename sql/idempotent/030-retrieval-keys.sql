@@ -260,8 +260,9 @@ language sql immutable parallel safe
 -- another role cannot run; issue #36).
 as $$
     select (case when corpus_events is null or corpus_events operator(pg_catalog.<) 1::bigint then 1.0::float8
+                 -- (operator(...) has one precedence for every operator: the parentheses say the order)
                  else pg_catalog.ln(1::float8 operator(pg_catalog.+)
-                                    corpus_events::float8 operator(pg_catalog./) greatest(event_count, 1)::float8)
+                                    (corpus_events::float8 operator(pg_catalog./) greatest(event_count, 1)::float8))
                       operator(pg_catalog./) pg_catalog.ln(1::float8 operator(pg_catalog.+) corpus_events::float8) end)
          operator(pg_catalog.*)
            coalesce((key_types operator(pg_catalog.->>) key_type)::float8,
