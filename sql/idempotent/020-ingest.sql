@@ -221,10 +221,54 @@ begin
     update sag.keys k set event_count = k.event_count + d.delta
       from (select u.id, sum(u.delta)::int as delta from unnest(key_ids, deltas) u(id, delta) group by u.id) d
      where k.id = d.id;
-    delete from sag.keys k where k.id = any(key_ids) and k.event_count <= 0
+    -- A pinned key (an entity added by hand, sag.add_entity) stays when its last event goes.
+    delete from sag.keys k where k.id = any(key_ids) and k.event_count <= 0 and not k.pinned
        and not exists (select 1 from sag.event_keys ek where ek.key_id = k.id);
 end;
 $$;
+
+-- What a document's deletion takes off the rest of the database, before its rows go (explicit steps, no
+-- triggers: Citus distributes no table with triggers, and a reader sees here everything a deletion does):
+--   * its chunks' lexemes, queued (-1) for the BM25 statistics (sag.flush_term_stats folds them);
+--   * its events' evidence of relations: co-occurrence relations weaken (n / (n + 1) of the evidence left),
+--     co-occurrence and LLM relations left with no evidence are deleted; stated relations stay.
+create or replace function sag_internal._before_document_delete(p_document_id bigint)
+returns void
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    touched bigint[];
+begin
+    insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
+    select c.source_id, -1, c.token_count, c.tsv from sag.chunks c where c.document_id = p_document_id;
+
+    with gone as (
+        delete from sag.relation_events re
+         using sag.events e
+         where e.document_id = p_document_id and re.event_id = e.id
+        returning re.relation_id
+    ), counted as (
+        select g.relation_id, count(*)::int as n from gone g group by g.relation_id
+    ), weakened as (
+        update sag.relations r
+           set evidence_count = r.evidence_count - c.n,
+               weight = case when r.origin = 'cooccurrence'
+                             then sag_internal._cooccurrence_weight(greatest(r.evidence_count - c.n, 0))
+                             else r.weight end
+          from counted c
+         where r.id = c.relation_id and r.origin in ('cooccurrence', 'llm')
+        returning r.id, r.evidence_count
+    )
+    select array_agg(w.id order by w.id) into touched from weakened w where w.evidence_count <= 0;
+    if touched is not null then
+        delete from sag.relations r where r.id = any(touched);
+    end if;
+end;
+$$;
+comment on function sag_internal._before_document_delete(bigint) is
+    'A document about to be deleted: queues its chunks for the BM25 statistics and takes its events off the '
+    'evidence of relations (deleting co-occurrence and LLM relations left with none).';
 
 -- How many events of a document link to each key: what its deletion takes off, or its insertion adds to,
 -- sag.keys.event_count.
@@ -251,10 +295,11 @@ begin
     perform sag_internal._wait_for_index_builds();
     select array_agg(x.key_id order by x.key_id), array_agg(-x.n order by x.key_id) into ids, deltas
       from sag_internal._document_key_events(p_document_id) x;
-    delete from sag.documents where id = p_document_id;
-    if not found then
+    if not exists (select 1 from sag.documents d where d.id = p_document_id) then
         return false;
     end if;
+    perform sag_internal._before_document_delete(p_document_id);
+    delete from sag.documents where id = p_document_id;
     if ids is not null then
         perform sag_internal._adjust_key_counts(ids, deltas);
     end if;
@@ -292,6 +337,7 @@ begin
     if old_id is not null then
         select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(-x.n), '{}') into old_ids, old_deltas
           from sag_internal._document_key_events(old_id) x;
+        perform sag_internal._before_document_delete(old_id);
         delete from sag.documents where id = old_id;
     end if;
 
@@ -314,11 +360,24 @@ begin
            with ordinality as e(chunk_ordinal, title, content, t, emb, n)
       join sag.chunks ch on ch.document_id = doc_id and ch.ordinal = e.chunk_ordinal;
 
+    -- The new chunks' lexemes, queued (+1) for the BM25 statistics.
+    insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
+    select c.source_id, 1, c.token_count, c.tsv from sag.chunks c where c.document_id = doc_id;
+
     insert into sag.event_keys (event_id, key_id, count)
     select ev.id, l.key_id, sum(l.cnt)::int
       from unnest(link_event_ordinals, link_key_ids, link_counts) as l(event_ordinal, key_id, cnt)
       join sag.events ev on ev.document_id = doc_id and ev.ordinal = l.event_ordinal
      group by ev.id, l.key_id;
+
+    -- The co-occurrence relations its events' links add (in event, key order: concurrent ingests queue).
+    -- sag.cooccurrence = off (a session or database setting) skips them for a load followed by
+    -- sag.rebuild_cooccurrence().
+    perform sag_internal._cooccur_links(array_agg(ek.event_id order by ek.event_id, ek.key_id),
+                                        array_agg(ek.key_id order by ek.event_id, ek.key_id))
+       from sag.event_keys ek join sag.events ev on ev.id = ek.event_id
+      where ev.document_id = doc_id
+        and coalesce(current_setting('sag.cooccurrence', true), '') <> 'off';
 
     insert into sag.chunk_keys (chunk_id, key_id, count)
     select ev.chunk_id, ek.key_id, sum(ek.count)::int

@@ -177,11 +177,3 @@ $$;
 comment on function sag.bm25_df(text[], bigint[]) is
     'Document frequency (chunks holding the lexeme) of each term over the given sources (NULL = all), exact: '
     'sag.term_stats plus what is still queued.';
-
--- The trigger functions of schema revision 3 (sql/incremental/003-bm25-stats.sql) were created with
--- pg_catalog after public on their search_path: a role allowed to create functions in public could shadow a
--- built-in one and have it run with the writer's rights.  Every sag function puts pg_catalog first and
--- pg_temp last.
-alter function sag_internal._queue_inserted_chunks() set search_path = pg_catalog, sag, pg_temp;
-alter function sag_internal._queue_deleted_chunks() set search_path = pg_catalog, sag, pg_temp;
-alter function sag_internal._queue_updated_chunks() set search_path = pg_catalog, sag, pg_temp;

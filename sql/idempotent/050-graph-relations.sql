@@ -274,34 +274,3 @@ comment on function sag.relation_candidates(bigint, text[], integer) is
     'Events (with two keys or more) of the given documents that no LLM relation cites yet: what relation '
     'extraction reads.';
 
--- The trigger functions of schema revision 6 (sql/incremental/006-kg-graph.sql), re-created here because they
--- call functions that now live in sag_internal (revision 0012 moved them, their triggers bound by oid).
-create or replace function sag_internal._relation_evidence_gone() returns trigger
-language plpgsql
-set search_path = pg_catalog, sag, pg_temp
-as $$
-begin
-    with gone as (select o.relation_id, count(*)::int as n from gone_evidence o group by o.relation_id)
-    update sag.relations r
-       set evidence_count = r.evidence_count - g.n,
-           weight = case when r.origin = 'cooccurrence'
-                         then sag_internal._cooccurrence_weight(greatest(r.evidence_count - g.n, 0)) else r.weight end
-      from gone g
-     where r.id = g.relation_id and r.origin in ('cooccurrence', 'llm');
-    delete from sag.relations r
-     where r.id in (select o.relation_id from gone_evidence o)
-       and r.origin in ('cooccurrence', 'llm') and r.evidence_count <= 0;
-    return null;
-end;
-$$;
-
-create or replace function sag_internal._links_added() returns trigger
-language plpgsql
-set search_path = pg_catalog, sag, pg_temp
-as $$
-begin
-    perform sag_internal._cooccur_links(array(select n.event_id from new_links n order by n.event_id, n.key_id),
-                                        array(select n.key_id from new_links n order by n.event_id, n.key_id));
-    return null;
-end;
-$$;
