@@ -277,7 +277,7 @@ def test_upgrade_refuses_a_writable_extension_schema_holding_another_roles_funct
         conn.execute("create function public.array_agg(bigint) returns bigint language sql as 'select 1'")
         conn.execute("reset role")
     try:
-        code, out, err = _cli(capsys, monkeypatch, {"SAG_DATABASE_URL": empty_db_dsn}, "db", "upgrade")
+        code, _, err = _cli(capsys, monkeypatch, {"SAG_DATABASE_URL": empty_db_dsn}, "db", "upgrade")
         assert code == 1
         assert err.startswith("Error: ") and "array_agg(bigint)" in err and role in err
         with psycopg.connect(empty_db_dsn, autocommit=True) as conn:
