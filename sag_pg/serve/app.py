@@ -6,12 +6,14 @@ as the MCP server; writes need ``allow_writes``."""
 from __future__ import annotations
 
 import contextlib
+import pathlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import Body, FastAPI, File, Path, Query, Request, UploadFile
-from fastapi.responses import Response
+from fastapi.responses import FileResponse, Response
+from fastapi.staticfiles import StaticFiles
 
 from .. import __version__
 from ..errors import QueryError
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["create_app"]
 
+STATIC = pathlib.Path(__file__).resolve().parent / "static"  # the web page: no build step, no CDN
 TopN = Annotated[int, Query(ge=1, le=1000, description="How many results.")]
 Sources = Annotated[list[str] | None, Query(alias="source", description="Source name (repeatable); omitted: "
                                                                          "'default', or the server's sources.")]
@@ -65,7 +68,9 @@ def create_app(sag: SAG, policy: Policy | None = None, *, token: str | None = No
 
     @app.middleware("http")
     async def bearer(request: Request, call_next: Any) -> Response:
-        if not authorized(request.headers.get("authorization"), token):
+        # The page and its assets hold no data: they load without the token, and ask for it.
+        page = request.url.path == "/" or request.url.path.startswith("/static/")
+        if not page and not authorized(request.headers.get("authorization"), token):
             return problem(401, "Unauthorized", "send Authorization: Bearer <SAG_API_TOKEN>",
                            headers={"WWW-Authenticate": "Bearer"})
         return await call_next(request)
@@ -81,6 +86,15 @@ def create_app(sag: SAG, policy: Policy | None = None, *, token: str | None = No
         return policy.one(asked)
 
     # -- service -----------------------------------------------------------------------------------
+
+    @app.get("/", include_in_schema=False)
+    def index() -> Response:
+        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+
+    @app.get("/service", tags=["service"], summary="What this server allows: writes, pinned sources.")
+    def service() -> Response:
+        return JSON({"version": __version__, "allow_writes": policy.allow_writes,
+                     "sources": list(policy.sources) if policy.pinned else None})
 
     @app.get("/health", tags=["service"], summary="The process answers.")
     def health() -> Response:
@@ -234,6 +248,7 @@ def create_app(sag: SAG, policy: Policy | None = None, *, token: str | None = No
             raise QueryError(f"no document {uri!r} in source {target!r}")
         return JSON({"deleted": uri, "source": target})
 
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
     if mcp_app is not None:
         app.mount("", mcp_app)  # it serves /mcp; the API's routes come first
     return app
