@@ -121,10 +121,14 @@ def ask(search: Searcher, llm: LLM | None, question: str, *, mode: str = "fast",
 
     ``mode``: ``fast`` (search without LLM, then answer) or ``normal`` (the LLM rewrites the question and
     names its keys first, §3.3); deep mode is :func:`~sag_pg.answer.deep.deep_ask` (``SAG.ask`` chooses).
-    Raises ConfigError without an LLM.
+    ``extractive``, and ``fast`` with no LLM: the matching facts of the same search, cited, no LLM call
+    (:mod:`.extractive`).  Raises ConfigError in normal mode without an LLM.
     """
-    if mode not in ("fast", "normal"):
-        raise QueryError(f"unknown mode {mode!r}: use fast, normal or deep")
+    if mode not in ("fast", "normal", "extractive"):
+        raise QueryError(f"unknown mode {mode!r}: use fast, normal, deep or extractive")
+    if mode == "extractive" or (mode == "fast" and llm is None):
+        return _extractive(search, question, source=source, top_n=top_n, keys=keys, sql=sql,
+                           asked=mode, llm_configured=llm is not None)
     metered = MeteredLLM(require_llm(llm, f"answering in {mode} mode"))
     started = time.perf_counter()
     result = search(question, keys=keys, sql=sql, mode=mode, source=source, top_n=top_n)
@@ -138,3 +142,20 @@ def ask(search: Searcher, llm: LLM | None, question: str, *, mode: str = "fast",
         timings_ms={**{f"search.{k}": v for k, v in result.timings_ms.items()},
                     "search": (searched - started) * 1000.0, "answer": (time.perf_counter() - searched) * 1000.0},
     )
+
+
+def _extractive(search: Searcher, question: str, *, source: str | Sequence[str] | None, top_n: int,
+                keys: Sequence[str] | None, sql: str | None, asked: str, llm_configured: bool) -> Answer:
+    from .extractive import EXTRACTIVE_NOTE, extract_answer
+
+    started = time.perf_counter()
+    result = search(question, keys=keys, sql=sql, mode="fast", source=source, top_n=top_n)
+    searched = time.perf_counter()
+    found = extract_answer(result)
+    note = EXTRACTIVE_NOTE if not llm_configured else "extractive mode: the facts that match, not a written answer"
+    return Answer(question=question, mode="extractive", text=found.text, sufficient=found.sufficient,
+                  missing=found.missing, citations=found.citations, evidence=list(result.chunks), notes=[note],
+                  search=result,
+                  timings_ms={**{f"search.{k}": v for k, v in result.timings_ms.items()},
+                              "search": (searched - started) * 1000.0,
+                              "answer": (time.perf_counter() - searched) * 1000.0})
