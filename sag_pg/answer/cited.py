@@ -8,6 +8,8 @@ when the search finds nothing, no LLM call is made at all.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -91,6 +93,16 @@ def require_llm(llm: LLM | None, what: str) -> LLM:
     return llm
 
 
+def repeats_the_example(answer: str, prompt: str) -> bool:
+    """``answer`` is (or holds) the example answer that the rendered ``prompt`` shows in its output format."""
+    folded = " ".join(answer.split()).casefold().strip(" .")
+    for example in re.findall(r'\{"answer": ("(?:[^"\\]|\\.)*")', prompt):
+        text = " ".join(str(json.loads(example)).split()).casefold().strip(" .")
+        if text and (folded == text or (len(text) > 20 and text in folded)):
+            return True
+    return False
+
+
 def answer_from_evidence(llm: MeteredLLM, question: str, chunks: Sequence[ChunkHit], *,
                          prompt: str = "answer_json", prompts_dir: Path | None = None,
                          values: dict[str, object] | None = None, final: bool = False) -> _Written:
@@ -101,6 +113,11 @@ def answer_from_evidence(llm: MeteredLLM, question: str, chunks: Sequence[ChunkH
     rendered = render(prompt, prompts_dir=prompts_dir, query=question, evidence=format_evidence(chunks),
                       **(values or {}))
     data = llm.complete_json(rendered, schema=ANSWER_SCHEMA, purpose=prompt, final=final)
+    if repeats_the_example(str(data["answer"]), rendered):
+        # A small model may copy the output format's example instead of answering (issue #37: a demo answer
+        # came back as the example, and passed the citation check): not an answer.
+        return _Written(NO_EVIDENCE_ANSWER, False, "the model repeated the prompt's example instead of answering",
+                        [], [], ["the model's answer repeated the prompt's example and was discarded"])
     by_id = {c.chunk_id: c for c in chunks}
     check = check_citations(str(data["answer"]).strip(), by_id)
     notes: list[str] = []
