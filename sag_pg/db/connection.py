@@ -87,13 +87,14 @@ def set_timeouts(conn: psycopg.Connection) -> None:
 def fetch_pgvector_types(conn: psycopg.Connection) -> list[TypeInfo]:
     """pgvector's vector and halfvec types, looked up by their qualified names (the session's search_path does
     not include the extension's schema)."""
+    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     row = conn.execute("select n.nspname from pg_catalog.pg_extension e join pg_catalog.pg_namespace n"
                        " on n.oid = e.extnamespace where e.extname = 'vector'").fetchone()
     if row is None:
         raise DatabaseError("the vector extension (pgvector) is not installed in this database: "
                             "run `sag-pg db upgrade` as a role that may create it")
     infos = [TypeInfo.fetch(conn, sql.Identifier(row[0], name)) for name in ("vector", "halfvec")]
-    if not conn.autocommit:
+    if idle and not conn.autocommit:  # the transaction these lookups opened, not the caller's
         conn.commit()
     return [info for info in infos if info is not None]
 
