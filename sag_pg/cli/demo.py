@@ -6,12 +6,12 @@ import click
 from rich.console import Console
 
 from ..demo import DEMO_QUERIES, DEMO_SOURCE, demo_paths
-from ._common import AppContext, pass_app
+from ._common import TOP_N, AppContext, pass_app
 from .search import print_result
 
 
 @click.command()
-@click.option("--top-n", type=click.IntRange(min=1), default=3, show_default=True, help="Results per question.")
+@click.option("--top-n", type=TOP_N, default=3, show_default=True, help="Results per question.")
 @pass_app
 def demo(app: AppContext, top_n: int) -> None:
     """Ingest the demo documents (Chinese and English) into the `demo` source and run the example questions.

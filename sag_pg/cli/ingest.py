@@ -154,8 +154,8 @@ def stats(app: AppContext, source: str | None, as_json: bool) -> None:
               help='JSON object {"alias": "canonical name", ...}: aliases converge on the canonical key; stored '
               "documents holding an alias are re-ingested so their keys merge too (see --no-apply).")
 @click.option("--no-apply", is_flag=True, help="Keep stored keys as they are: the synonyms shape later ingests only.")
-@click.option("--align-trigram", type=float, help="Trigram similarity at which a new key joins an existing one.")
-@click.option("--align-vector", type=float, help="Embedding similarity at which a new key joins an existing one.")
+@click.option("--align-trigram", type=click.FloatRange(0, 1), help="Trigram similarity at which a new key joins an existing one.")
+@click.option("--align-vector", type=click.FloatRange(-1, 1), help="Embedding similarity at which a new key joins an existing one.")
 @click.option("--create", is_flag=True, help="Create the source if it does not exist (else that is an error).")
 @click.option("--delete", is_flag=True, help="Delete the source with all its documents, events and keys.")
 @click.option("--yes", is_flag=True, help="With --delete: do not ask (asked only on a terminal).")

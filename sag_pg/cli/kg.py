@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from ..errors import InputError
-from ._common import AppContext, echo_json, pass_app, source_name
+from ._common import SEED, TOP_N, AppContext, count, echo_json, pass_app, source_name
 
 _SOURCE_HELP = "The source (one knowledge graph) to use"
 _SPARQL_HELP = "Query this SPARQL endpoint instead of the database's graph (e.g. http://localhost:7878/query)."
@@ -81,7 +81,7 @@ def import_(app: AppContext, files: tuple[Path, ...], source: str, fmt: str | No
 @click.argument("entity")
 @click.option("--question", default="", help="Rank the relations by BM25 against this question.")
 @click.option("--source", default=None, callback=source_name, help=_SOURCE_HELP + " [default: all].")
-@click.option("--top-k", type=click.IntRange(1), default=30, show_default=True)
+@click.option("--top-k", type=TOP_N, default=30, show_default=True)
 @click.option("--sparql", default=None, help=_SPARQL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print [{relation, score}] as JSON.")
 @pass_app
@@ -105,8 +105,8 @@ def relations(app: AppContext, entity: str, question: str, source: str | None, t
 @click.argument("relation_names", metavar="RELATION...", nargs=-1, required=True)
 @click.option("--question", default="", help="Rank the flattened CVT relations against this question.")
 @click.option("--source", default=None, callback=source_name, help=_SOURCE_HELP + " [default: all].")
-@click.option("--limit-per-relation", type=click.IntRange(1), default=5, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the reproducible sampling.")
+@click.option("--limit-per-relation", type=TOP_N, default=5, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the reproducible sampling.")
 @click.option("--sparql", default=None, help=_SPARQL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print {entity, triples, cvt_info, flatten_candidates}.")
 @pass_app
@@ -132,8 +132,8 @@ def triples(app: AppContext, entity: str, relation_names: tuple[str, ...], quest
 @click.option("--source", default=None, callback=source_name, help=_SOURCE_HELP + " [default: all].")
 @click.option("--entity", "entities", multiple=True, metavar="NAME=ID",
               help="A topic entity the question is about (repeatable), e.g. 'Ada Lovelace=m.0dl567'.")
-@click.option("--max-calls", type=click.IntRange(1), default=10, show_default=True)
-@click.option("--kg-top-k", type=click.IntRange(1), default=10, show_default=True)
+@click.option("--max-calls", type=count(1), default=10, show_default=True)
+@click.option("--kg-top-k", type=TOP_N, default=10, show_default=True)
 @click.option("--sparql", default=None, help=_SPARQL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer with the whole trace.")
 @pass_app

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ._common import AppContext, echo_json, pass_app
+from ._common import TOP_N, AppContext, count, echo_json, pass_app
 from .dataflow_trail import print_trail, search_arguments
 
 
@@ -19,7 +19,7 @@ from .dataflow_trail import print_trail, search_arguments
               help="fast: no LLM. normal: the LLM rewrites the question and names its keys first.")
 @click.option("--source", "sources", multiple=True, help="Source to search (repeatable). Default: default.")
 @click.option("--all-sources", is_flag=True, help="Search every source.")
-@click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--top-n", type=TOP_N, default=10, show_default=True)
 @click.option("--key", "keys", multiple=True, help="A key name to start from (repeatable).")
 @click.option("--sql", help="Restriction, e.g. \"key.type = 'time' AND key.value_number >= 2000\".")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -27,8 +27,8 @@ from .dataflow_trail import print_trail, search_arguments
 @click.option("--strategy", type=click.Choice(["sag", "dataflow", "local"]), default="sag", show_default=True,
               help="sag: SAG's retrieval. dataflow: DataFlow activation (docs/retrieval.md). local: GraphRAG local "
                    "search's context tables (needs `sag-pg communities build` for reports).")
-@click.option("--depth", type=click.IntRange(min=0), help="dataflow: hops of the propagation [default: 3].")
-@click.option("--breadth", type=click.IntRange(min=1), help="dataflow: events kept per event and hop [default: 5].")
+@click.option("--depth", type=count(0), help="dataflow: hops of the propagation [default: 3].")
+@click.option("--breadth", type=count(1), help="dataflow: events kept per event and hop [default: 5].")
 @click.option("--focus", multiple=True, help="dataflow: a preferred topic or tag (repeatable).")
 @pass_app
 def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all_sources: bool, top_n: int,

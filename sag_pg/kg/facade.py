@@ -10,6 +10,7 @@ from ..db import ingest as ingest_store
 from ..db import kg as store
 from ..db.connection import Database
 from ..errors import ConfigError
+from ..limits import INT4_MAX, MAX_TOP_N, check_int
 from ..llm import LLM
 from .agent import AgentResult, KGAgent
 from .backends import KGBackend, PostgresKG
@@ -47,10 +48,13 @@ class KnowledgeGraph:
 
     def relations(self, entity: str, *, question: str = "", source: str | None = None, top_k: int = 30,
                   sparql: str | None = None) -> list[tuple[str, float]]:
+        check_int("top_k", top_k, 1, MAX_TOP_N)
         return self.backend(source=source, sparql=sparql).relations(entity, question=question, top_k=top_k)
 
     def triples(self, entity: str, relations: Sequence[str], *, question: str = "", source: str | None = None,
                 limit_per_relation: int = 5, seed: int = 0, sparql: str | None = None) -> dict[str, Any]:
+        check_int("limit_per_relation", limit_per_relation, 1, MAX_TOP_N)
+        check_int("seed", seed, -INT4_MAX, INT4_MAX)
         return self.backend(source=source, sparql=sparql).triples(
             entity, relations, question=question, limit_per_relation=limit_per_relation, seed=seed)
 
@@ -58,6 +62,10 @@ class KnowledgeGraph:
             topic_entities: Sequence[tuple[str, str]] = (), kg_top_k: int = 10, max_calls: int = 10,
             limit_per_relation: int = 5, seed: int = 0) -> AgentResult:
         """The agent loop (needs an LLM: SAG_LLM)."""
+        check_int("kg_top_k", kg_top_k, 1, MAX_TOP_N)  # the agent asks for 3 × kg_top_k relations
+        check_int("max_calls", max_calls, 1)
+        check_int("limit_per_relation", limit_per_relation, 1, MAX_TOP_N)
+        check_int("seed", seed, -INT4_MAX, INT4_MAX)
         llm = self._llm()
         if llm is None:
             raise ConfigError("kg ask needs an LLM: set SAG_LLM (e.g. openai:gpt-4o-mini)")
