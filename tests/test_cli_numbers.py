@@ -119,7 +119,7 @@ def test_top_n_beyond_an_integer_names_the_option(value: str, capsys: pytest.Cap
     """The reports: ``search --top-n 99999999999`` and ``memory recall`` ended in UndefinedFunction top_n => bigint."""
     monkeypatch.setenv("SAG_HOME", str(tmp_path / "home"))
     for command in (["search", "x"], ["memory", "recall", "x"], ["ask", "x"]):
-        code, out, err = _cli(capsys, [*command, "--top-n", value])
+        code, _out, err = _cli(capsys, [*command, "--top-n", value])
         assert code == 2
         assert f"Error: Invalid value for '--top-n': {value} is not in the range 1<=x<=10000." in err
 
