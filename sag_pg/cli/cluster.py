@@ -142,6 +142,8 @@ def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], sin
     modularity = f", modularity {result.modularity:.3f}" if result.modularity is not None else ""
     click.echo(f"run {result.run_id}: {result.event_count} events, {result.edge_count} edges → "
                f"{len(result.clusters)} clusters{modularity}; {result.timings['total']:.1f} s")
+    if result.clusters[:limit]:
+        click.echo(f"{'#':>4}  {'events':>6}  title")
     for c in result.clusters[:limit]:
         click.echo(f"{c.ordinal:>4}  {c.size:>6}  {c.title}")
     if len(result.clusters) > limit:

@@ -85,8 +85,13 @@ def list_(app: AppContext, source: str | None, all_sources: bool, level: int | N
     if as_json:
         echo_json(reports)
         return
+    if not reports:
+        click.echo("no community reports" + (f" at level {level}" if level is not None else "")
+                   + ": `sag-pg communities build` makes them")
+        return
+    click.echo(f"{'id':>7}  {'level':>5}  {'events':>6}  {'rating':>6}  {'report':<10}  title")
     for r in reports:
-        click.echo(f"{r['id']:>7}  L{r['level']}  {r['size']:>6}  {r['rating']:>5.2f}  {r['kind'][:3]}  {r['title']}")
+        click.echo(f"{r['id']:>7}  {r['level']:>5}  {r['size']:>6}  {r['rating']:>6.2f}  {r['kind']:<10}  {r['title']}")
 
 
 @communities.command()

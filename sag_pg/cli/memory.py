@@ -81,7 +81,10 @@ def stats(app: AppContext, limit: int, source: str, as_json: bool) -> None:
                    f"{_when(r['last_recall_at']):<16}  {r['uri']}")
 
 
-def _when(moment: datetime | None) -> str:
+def _when(moment: datetime | str | None) -> str:
+    """A time to the minute (the statistics give it as ISO text)."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
     return f"{moment:%Y-%m-%d %H:%M}" if moment is not None else "-"
 
 
