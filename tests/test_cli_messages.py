@@ -139,3 +139,31 @@ def test_a_jsonl_error_names_the_column_once(env: dict[str, str], tmp_path: Path
     assert ingested.exit_code == 1
     assert f"{corpus}:2: not valid JSON (Unterminated string starting at column 21)" in ingested.stderr
     assert "at at" not in ingested.stderr
+
+
+def test_search_prints_only_chunks_that_score_and_says_so(env: dict[str, str], tmp_path: Path) -> None:
+    """Issue 37 item 8: chunks scoring 0.0 padded the list up to --top-n."""
+    assert _run(env, "ingest", str(_notes(tmp_path)), "--source", "n").exit_code == 0
+    found = json.loads(_run(env, "search", "Bergen", "--source", "n", "--top-n", "30", "--json").stdout)["chunks"]
+    scoring = [c for c in found if c["score"] > 0]
+    assert scoring and len(scoring) < len(found), "the case needs zero-score padding to show anything"
+    printed = _run(env, "search", "Bergen", "--source", "n", "--top-n", "30")
+    ranks = [line for line in printed.stdout.splitlines() if line[:1].isdigit() and ". " in line[:4]]
+    assert len(ranks) == len(scoring)
+    assert (f"only {len(scoring)} relevant: the other {len(found) - len(scoring)} chunks found scored 0"
+            in printed.stdout)
+
+
+def test_search_local_honours_top_n(env: dict[str, str], tmp_path: Path) -> None:
+    """--top-n was ignored by --strategy local: it sets the entities of the context (GraphRAG's
+    top_k_mapped_entities)."""
+    assert _run(env, "ingest", str(_notes(tmp_path)), "--source", "n").exit_code == 0
+
+    def entities(*extra: str) -> int:
+        result = _run(env, "search", "Halvard Berg lighthouse", "--source", "n", "--strategy", "local", "--json",
+                      *extra)
+        assert result.exit_code == 0, result.output
+        return len(json.loads(result.stdout)["entities"])
+
+    assert entities() > 2
+    assert entities("--top-n", "2") == 2
