@@ -19,7 +19,7 @@ from sqlalchemy.pool import NullPool
 
 from alembic import context
 from alembic.script import ScriptDirectory
-from sag_pg.db.sqlfiles import ensure_idempotent
+from sag_pg.db.sqlfiles import ensure_idempotent, prepare_migration_session
 
 MIGRATION_LOCK = 7_265_371_001  # arbitrary, fixed: pg_advisory_xact_lock key for "sag-pg schema upgrade"
 
@@ -61,6 +61,8 @@ def run_migrations_online() -> None:
             # Taken before alembic reads its version table, so a second upgrader waits and then sees head.
             context.execute(f"select pg_advisory_xact_lock({MIGRATION_LOCK})")
             context.execute("create schema if not exists sag")
+            # The extensions, and a search_path of pg_catalog and their schemas for this transaction (issue #36).
+            prepare_migration_session(connection.connection.driver_connection)
             context.run_migrations()
             head = ScriptDirectory.from_config(context.config).get_current_head()
             if context.get_context().get_current_revision() == head:

@@ -120,11 +120,14 @@ class SAG:
 
     def ingest(self, inputs: Iterable[ReadResult], *, source: str = DEFAULT_SOURCE,
                on_document: DocumentCallback | None = None,
-               alignment: store.KeyAlignment | None = None, bulk: bool | None = None) -> IngestReport:
+               alignment: store.KeyAlignment | None = None, bulk: bool | None = None,
+               allow_duplicates: bool = False) -> IngestReport:
         """Ingest documents (or read failures, which are counted and named in the report).
 
         ``bulk`` rebuilds the vector indexes once after the load instead of row by row; by default that
-        happens when at least 1,000 documents changed.
+        happens when at least 1,000 documents changed.  A document whose content the source already holds
+        under another URI is skipped and named in ``report.duplicates`` (the same file ingested from another
+        directory), unless ``allow_duplicates``.
         """
         from .ingest.prepare import DocumentPreparer
         from .ingest.runner import Ingestor
@@ -137,7 +140,8 @@ class SAG:
             self.embedder, extractor,
             concurrency=self.settings.llm_concurrency if self.llm else 1,
         )
-        runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm, bulk=bulk)
+        runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm, bulk=bulk,
+                          async_commit=self.settings.async_commit, allow_duplicates=allow_duplicates)
         with self.db.connect(autocommit=True) as conn:
             new_source = catalog.source_id(conn, source) is None
         try:

@@ -14,6 +14,16 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("sag-pg", appauthor=False))
 
 
+def _flag(var: str, value: str) -> bool:
+    from .errors import ConfigError
+
+    if value.strip().lower() in ("1", "true", "on", "yes"):
+        return True
+    if value.strip().lower() in ("0", "false", "off", "no"):
+        return False
+    raise ConfigError(f"{var}={value!r} is not a boolean: use 1/true/on or 0/false/off")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything configurable about a sag-pg client.
@@ -44,6 +54,10 @@ class Settings:
     embed_query_prefix: str | None = None
     embed_passage_prefix: str | None = None
     prompts_dir: Path | None = None
+    # Commit ingested documents without waiting for the WAL flush (synchronous_commit off): faster on a slow
+    # disk, but a server crash may lose the last documents reported stored (about the last 0.6 s of them; a
+    # lost replacement brings the old version back).  Off by default: a document reported stored survives.
+    async_commit: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -72,6 +86,8 @@ class Settings:
                 values[name] = env["SAG_" + name.upper()]
         if env.get("SAG_PROMPTS_DIR"):
             values["prompts_dir"] = Path(env["SAG_PROMPTS_DIR"])
+        if env.get("SAG_ASYNC_COMMIT"):
+            values["async_commit"] = _flag("SAG_ASYNC_COMMIT", env["SAG_ASYNC_COMMIT"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 

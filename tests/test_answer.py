@@ -135,10 +135,24 @@ def test_normal_mode_rewrites_then_answers(asker: SAG, corpus: dict[str, int],
     assert answer.citations[0].document_uri == "babbage.md"
 
 
-def test_without_an_llm_asking_is_a_config_error(sag: SAG, corpus: dict[str, int]) -> None:
-    for mode in ("fast", "normal", "deep"):
+def test_without_an_llm_only_fast_mode_answers(sag: SAG, corpus: dict[str, int]) -> None:
+    for mode in ("normal", "deep"):
         with pytest.raises(ConfigError, match="SAG_LLM"):
             sag.ask("Who wrote the first published algorithm?", mode=mode)
+    assert sag.ask("Who wrote the first published algorithm?").mode == "extractive"  # tests/test_answer_extractive.py
+
+
+def test_an_answer_that_repeats_the_prompt_example_is_discarded(asker: SAG, corpus: dict[str, int],
+                                                                 openai_server: FakeOpenAIServer) -> None:
+    """Issue #37: a small model copied the output format's example as its answer; it is no answer."""
+    example = re.search(r'\{"answer": "([^"]*)"', prompts.render("answer_json", query="q", evidence="e"))
+    assert example is not None
+    openai_server.script(answer_json(example.group(1) + f" [{corpus['ada.md']}]."))
+    answer = asker.ask("Who wrote the first published algorithm?")
+    assert not answer.sufficient and answer.citations == []
+    assert answer.notes == ["the model's answer repeated the prompt's example and was discarded"]
+    # The example itself is neutral: no fact of any demo subject a model could pass off as an answer.
+    assert not re.search(r"\d", example.group(1)) and "iPhone" not in example.group(1)
 
 
 def test_bad_requests_are_query_errors(asker: SAG) -> None:

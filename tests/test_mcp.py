@@ -191,8 +191,14 @@ def test_recall_and_related(corpus: SAG) -> None:
     assert {r["distance"] for r in related["related"]} == {1}
 
 
-def test_ask_without_an_llm_names_sag_llm(corpus: SAG) -> None:
-    assert "SAG_LLM" in error(call(corpus, "ask", {"question": "Who worked with Babbage?", "source": ["alpha"]}))
+def test_ask_without_an_llm_answers_extractively(corpus: SAG) -> None:
+    """Issue #37: the tool works without an LLM (the facts that match, cited) and says so."""
+    data = ok(call(corpus, "ask", {"question": "Who worked with Babbage?", "source": ["alpha"]}))
+    assert data["mode"] == "extractive" and data["sufficient"]
+    assert "Charles Babbage" in data["answer"] and data["notes"][0].startswith("no LLM configured (SAG_LLM)")
+    assert [c["document_uri"] for c in data["citations"]] == ["ada.md"]
+    assert "SAG_LLM" in error(call(corpus, "ask", {"question": "Who worked with Babbage?", "source": ["alpha"],
+                                                   "mode": "normal"}))
 
 
 def test_ask_with_an_llm(db_dsn: str, tmp_path: Path, corpus: SAG, openai_server: FakeOpenAIServer) -> None:

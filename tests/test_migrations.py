@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from sag_pg._resources import idempotent_sql_files, sql_dir
-from sag_pg.db import migrate
+from sag_pg.db import migrate, sqlfiles
 from sag_pg.db.connection import Database
 from sag_pg.errors import EmbedderMismatchError, SchemaVersionError
 
@@ -21,8 +21,9 @@ def _apply_files_by_hand(dsn: str) -> None:
     with psycopg.connect(dsn) as conn:
         for path in sorted((sql_dir() / "incremental").glob("*.sql")):
             conn.execute(path.read_text())
+        schemas = sqlfiles.extension_schemas(conn)  # @extschema:vector@ -> the extension's schema
         for path in idempotent_sql_files():
-            conn.execute(path.read_text())
+            conn.execute(sqlfiles.with_extension_schemas(path.read_text(), schemas))
 
 
 def test_upgrade_on_empty_database_equals_declared_schema(empty_db_dsn: str, db_dsn: str) -> None:
@@ -188,11 +189,11 @@ def test_0006_downgrade_takes_the_graph_and_its_functions(empty_db_dsn: str) -> 
         assert conn.execute("select count(*) from pg_proc where pronamespace = 'sag'::regnamespace "
                             "and proname in ('get_related', 'memory_overlap', 'recall')").fetchone() == (3,)
         assert conn.execute("select count(*) from pg_proc where pronamespace = 'sag_internal'::regnamespace "
-                            "and proname in ('_overlap', '_links_added')").fetchone() == (2,)
+                            "and proname in ('_overlap', '_cooccur_links')").fetchone() == (2,)
     command.downgrade(migrate.alembic_config(empty_db_dsn), "0004")
     with psycopg.connect(empty_db_dsn) as conn:
         assert conn.execute("select count(*) from pg_proc where pronamespace = 'sag'::regnamespace "
-                            "and proname in ('get_related', 'memory_overlap', '_overlap', 'recall', '_links_added')"
+                            "and proname in ('get_related', 'memory_overlap', '_overlap', 'recall', '_cooccur_links')"
                             ).fetchone() == (0,)
         # 0012's downgrade moved the internal functions back into sag and dropped their schema.
         assert conn.execute("select to_regnamespace('sag_internal')").fetchone() == (None,)

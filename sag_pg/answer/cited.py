@@ -8,6 +8,8 @@ when the search finds nothing, no LLM call is made at all.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -91,6 +93,16 @@ def require_llm(llm: LLM | None, what: str) -> LLM:
     return llm
 
 
+def repeats_the_example(answer: str, prompt: str) -> bool:
+    """``answer`` is (or holds) the example answer that the rendered ``prompt`` shows in its output format."""
+    folded = " ".join(answer.split()).casefold().strip(" .")
+    for example in re.findall(r'\{"answer": ("(?:[^"\\]|\\.)*")', prompt):
+        text = " ".join(str(json.loads(example)).split()).casefold().strip(" .")
+        if text and (folded == text or (len(text) > 20 and text in folded)):
+            return True
+    return False
+
+
 def answer_from_evidence(llm: MeteredLLM, question: str, chunks: Sequence[ChunkHit], *,
                          prompt: str = "answer_json", prompts_dir: Path | None = None,
                          values: dict[str, object] | None = None, final: bool = False) -> _Written:
@@ -101,6 +113,11 @@ def answer_from_evidence(llm: MeteredLLM, question: str, chunks: Sequence[ChunkH
     rendered = render(prompt, prompts_dir=prompts_dir, query=question, evidence=format_evidence(chunks),
                       **(values or {}))
     data = llm.complete_json(rendered, schema=ANSWER_SCHEMA, purpose=prompt, final=final)
+    if repeats_the_example(str(data["answer"]), rendered):
+        # A small model may copy the output format's example instead of answering (issue #37: a demo answer
+        # came back as the example, and passed the citation check): not an answer.
+        return _Written(NO_EVIDENCE_ANSWER, False, "the model repeated the prompt's example instead of answering",
+                        [], [], ["the model's answer repeated the prompt's example and was discarded"])
     by_id = {c.chunk_id: c for c in chunks}
     check = check_citations(str(data["answer"]).strip(), by_id)
     notes: list[str] = []
@@ -121,10 +138,14 @@ def ask(search: Searcher, llm: LLM | None, question: str, *, mode: str = "fast",
 
     ``mode``: ``fast`` (search without LLM, then answer) or ``normal`` (the LLM rewrites the question and
     names its keys first, §3.3); deep mode is :func:`~sag_pg.answer.deep.deep_ask` (``SAG.ask`` chooses).
-    Raises ConfigError without an LLM.
+    ``extractive``, and ``fast`` with no LLM: the matching facts of the same search, cited, no LLM call
+    (:mod:`.extractive`).  Raises ConfigError in normal mode without an LLM.
     """
-    if mode not in ("fast", "normal"):
-        raise QueryError(f"unknown mode {mode!r}: use fast, normal or deep")
+    if mode not in ("fast", "normal", "extractive"):
+        raise QueryError(f"unknown mode {mode!r}: use fast, normal, deep or extractive")
+    if mode == "extractive" or (mode == "fast" and llm is None):
+        return _extractive(search, question, source=source, top_n=top_n, keys=keys, sql=sql,
+                           asked=mode, llm_configured=llm is not None)
     metered = MeteredLLM(require_llm(llm, f"answering in {mode} mode"))
     started = time.perf_counter()
     result = search(question, keys=keys, sql=sql, mode=mode, source=source, top_n=top_n)
@@ -138,3 +159,20 @@ def ask(search: Searcher, llm: LLM | None, question: str, *, mode: str = "fast",
         timings_ms={**{f"search.{k}": v for k, v in result.timings_ms.items()},
                     "search": (searched - started) * 1000.0, "answer": (time.perf_counter() - searched) * 1000.0},
     )
+
+
+def _extractive(search: Searcher, question: str, *, source: str | Sequence[str] | None, top_n: int,
+                keys: Sequence[str] | None, sql: str | None, asked: str, llm_configured: bool) -> Answer:
+    from .extractive import EXTRACTIVE_NOTE, extract_answer
+
+    started = time.perf_counter()
+    result = search(question, keys=keys, sql=sql, mode="fast", source=source, top_n=top_n)
+    searched = time.perf_counter()
+    found = extract_answer(result)
+    note = EXTRACTIVE_NOTE if not llm_configured else "extractive mode: the facts that match, not a written answer"
+    return Answer(question=question, mode="extractive", text=found.text, sufficient=found.sufficient,
+                  missing=found.missing, citations=found.citations, evidence=list(result.chunks), notes=[note],
+                  search=result,
+                  timings_ms={**{f"search.{k}": v for k, v in result.timings_ms.items()},
+                              "search": (searched - started) * 1000.0,
+                              "answer": (time.perf_counter() - searched) * 1000.0})

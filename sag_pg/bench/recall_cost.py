@@ -1,10 +1,10 @@
 """`sag-pg memory bench`: what the knowledge-graph memory costs and finds on a benchmark folder.
 
-One fresh database: the ingest (co-occurrence relations are made by the trigger on sag.event_keys as every
-document is stored), the relation figures, then every question through ``SAG.search`` with the recall
+One fresh database: the ingest (co-occurrence relations are made by sag.store_document as every document
+is stored), the relation figures, then every question through ``SAG.search`` with the recall
 statistics recorded and without, interleaved question by question (A B, B A, ...) so drift on a shared
-machine falls on both alike; p50 / p95 of each.  Optionally the ingest again with the co-occurrence trigger
-disabled, for its cost.
+machine falls on both alike; p50 / p95 of each.  Optionally the ingest again without the co-occurrence
+relations (sag.cooccurrence = off), for their cost.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from ..client import SAG
 from ..config import Settings
@@ -117,8 +118,9 @@ def measure_recall_cost(settings: Settings, dataset: Dataset, *, rounds: int = 3
         with temporary_database(resolve_dsn(settings), dataset.name + "_nocooc") as dsn:
             migrate.upgrade(dsn)
             with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute("alter table sag.event_keys disable trigger event_keys_cooccurrence")
+                conn.execute(sql.SQL("alter database {} set sag.cooccurrence = off").format(
+                    sql.Identifier(conn.info.dbname)))
             with SAG(settings=settings.with_(database_url=dsn)) as sag:
-                progress("ingest without the co-occurrence trigger")
+                progress("ingest without the co-occurrence relations")
                 result["ingest_seconds_without_cooccurrence"] = round(_ingest(sag, dataset), 2)
     return result

@@ -213,11 +213,9 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
             for schema, table, name, _, _ in constraints:
                 conn.execute(sql.SQL("alter table {} drop constraint {}").format(
                     sql.Identifier(schema, table), sql.Identifier(name)))
-            # As pg_restore --disable-triggers: the BM25 statistics are counted once after the load instead, and
-            # so are the co-occurrence relations (the trigger adds each batch's pairs with an upsert per pair:
-            # 1.6 k events/s at 1 M against 38 k without it).
-            conn.execute("alter table sag.chunks disable trigger chunks_queue_term_stats_insert")
-            conn.execute("alter table sag.event_keys disable trigger event_keys_cooccurrence")
+            # COPY queues no BM25 statistics and makes no co-occurrence relation (sag.store_document's steps):
+            # both are counted once after the load (an upsert per pair during it: 1.6 k events/s at 1 M against
+            # 38 k without).
             conn.execute("insert into sag.sources (id, name) overriding system value values (%s, 'default')",
                          [SOURCE_ID])
             conn.commit()
@@ -247,12 +245,10 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
                 sql.Identifier(schema, table), sql.Identifier(name), sql.SQL(definition)))
         for _, index in secondary:
             conn.execute(index)
-        conn.execute("alter table sag.chunks enable trigger chunks_queue_term_stats_insert")
         conn.execute("select sag.rebuild_term_stats()")
         conn.commit()
         result.index_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        conn.execute("alter table sag.event_keys enable trigger event_keys_cooccurrence")
         conn.execute("select sag.rebuild_cooccurrence()")
         conn.commit()
         result.graph_seconds = time.perf_counter() - started

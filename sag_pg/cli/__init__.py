@@ -22,12 +22,14 @@ from .mcp import mcp
 from .memory import memory
 from .root import cli
 from .search import search
+from .serve import serve
 
 for command in (db, demo, ingest, search, ask, cluster, bench, bench_scale, delete, source, sources, stats,
                 graph, memory, kg):
     cli.add_command(command)
 cli.add_command(communities)
 cli.add_command(mcp)
+cli.add_command(serve)
 for command in (documents, show, export):
     cli.add_command(command)
 

@@ -15,7 +15,8 @@ from ._common import TOP_N, AppContext, count, echo_json, pass_app
 
 @click.command()
 @click.argument("question")
-@click.option("--mode", type=click.Choice(["fast", "normal", "deep", "local", "global", "drift"]), default="fast",
+@click.option("--mode", type=click.Choice(["fast", "normal", "deep", "local", "global", "drift", "extractive"]),
+              default="fast",
               show_default=True, help="fast: search, then answer. normal: the LLM rewrites the question first. "
               "deep: a plan of sub-questions, searched step by step (see --max-rounds). local, global, drift: "
               "GraphRAG over the community reports (`sag-pg communities build` first).")
@@ -69,7 +70,11 @@ def ask(app: AppContext, question: str, mode: str, sources: tuple[str, ...], all
 
 
 def print_answer(console: Console, answer: Any) -> None:
-    """The answer, a warning when the evidence falls short, the cited chunks and any notes."""
+    """The answer, a warning when the evidence falls short, the cited chunks and any notes (an extractive
+    answer says what it is first)."""
+    notes = list(answer.notes)
+    if answer.mode == "extractive" and notes:
+        console.print(f"[yellow]{escape(notes.pop(0))}[/yellow]", highlight=False)
     console.print(escape(answer.text), highlight=False)
     if not answer.sufficient:
         missing = f": {answer.missing}" if answer.missing else ""
@@ -80,7 +85,7 @@ def print_answer(console: Console, answer: Any) -> None:
             title = textwrap.shorten(cited.title or cited.document_title or "", width=80, placeholder=" …")
             console.print(f"  [cyan]\\[{cited.chunk_id}][/cyan] {escape(cited.document_uri)}  {escape(title)}",
                           highlight=False)
-    for note in answer.notes:
+    for note in notes:
         console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
     usage = answer.usage
     if usage:

@@ -44,9 +44,12 @@ class PeriodicProgress:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--bulk", is_flag=True, help="Rebuild vector indexes once at the end (automatic from 1,000 documents).")
+@click.option("--allow-duplicates", is_flag=True,
+              help="Store a document even when the source holds the same content under another URI (by default "
+                   "it is skipped and named: the same file ingested from another directory).")
 @pass_app
 def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str, as_json: bool, quiet: bool,
-           bulk: bool) -> None:
+           bulk: bool, allow_duplicates: bool) -> None:
     """Ingest files, directories, JSONL corpora ({"id","title","text","metadata"} per line) or '-' (stdin).
 
     Read: .md, .markdown, .txt, .html and .htm (their text, markup stripped), .jsonl; a folder's other files
@@ -85,7 +88,10 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
             if log is not None:
                 log.note(status)
 
-        report = sag.ingest(inputs, source=source, on_document=on_document, bulk=True if bulk else None)
+        report = sag.ingest(inputs, source=source, on_document=on_document, bulk=True if bulk else None,
+                            allow_duplicates=allow_duplicates)
+    for duplicate in report.duplicates:
+        click.echo(f"skipped: {duplicate} (--allow-duplicates stores a copy)", err=True)
     if as_json:
         echo_json(report.to_dict())
     else:

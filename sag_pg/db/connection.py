@@ -11,7 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
-from pgvector.psycopg import register_vector
+from pgvector.psycopg.halfvec import register_halfvec_info
+from pgvector.psycopg.vector import register_vector_info
+from psycopg import sql
+from psycopg.types import TypeInfo
 
 from ..config import Settings
 from ..errors import ConfigError, DatabaseError, EmbedderMismatchError
@@ -51,6 +54,11 @@ LOCK_TIMEOUT_S = 60  # waiting for another client's rows, tables or index build
 CONNECT_TIMEOUT_S = 30
 # PostgreSQL 14+: a backend whose client is gone notices within this time, even in a long query or lock wait.
 CLIENT_CHECK_MS = 1000
+# Every sag-pg session resolves names in pg_catalog only (issue #36): a schema where other roles may create
+# objects (``public`` before PostgreSQL 15) could otherwise hold an exact-type overload of a built-in
+# (``public.array_agg(bigint)``) that a superuser's command would run.  sag's objects are named ``sag.*``,
+# pgvector's types are registered by their qualified names (:func:`register_pgvector`).
+SESSION_SEARCH_PATH = "pg_catalog, pg_temp"
 
 
 def raw_connect(dsn: str, **kwargs: object) -> psycopg.Connection:
@@ -66,12 +74,34 @@ def raw_connect(dsn: str, **kwargs: object) -> psycopg.Connection:
 def set_timeouts(conn: psycopg.Connection) -> None:
     """The session ceilings above (session-wide, so a later commit or rollback keeps them)."""
     check = str(CLIENT_CHECK_MS) if conn.info.server_version >= 140000 else None
-    conn.execute("select set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false),"
+    conn.execute("select pg_catalog.set_config('search_path', %s, false),"
+                 " pg_catalog.set_config('statement_timeout', %s, false),"
+                 " pg_catalog.set_config('lock_timeout', %s, false),"
                  " case when %s::text is not null"
-                 " then set_config('client_connection_check_interval', %s::text, false) end",
-                 [f"{STATEMENT_TIMEOUT_S}s", f"{LOCK_TIMEOUT_S}s", check, check])
+                 " then pg_catalog.set_config('client_connection_check_interval', %s::text, false) end",
+                 [SESSION_SEARCH_PATH, f"{STATEMENT_TIMEOUT_S}s", f"{LOCK_TIMEOUT_S}s", check, check])
     if not conn.autocommit:
         conn.commit()
+
+
+def fetch_pgvector_types(conn: psycopg.Connection) -> list[TypeInfo]:
+    """pgvector's vector and halfvec types, looked up by their qualified names (the session's search_path does
+    not include the extension's schema)."""
+    row = conn.execute("select n.nspname from pg_catalog.pg_extension e join pg_catalog.pg_namespace n"
+                       " on n.oid = e.extnamespace where e.extname = 'vector'").fetchone()
+    if row is None:
+        raise DatabaseError("the vector extension (pgvector) is not installed in this database: "
+                            "run `sag-pg db upgrade` as a role that may create it")
+    infos = [TypeInfo.fetch(conn, sql.Identifier(row[0], name)) for name in ("vector", "halfvec")]
+    if not conn.autocommit:
+        conn.commit()
+    return [info for info in infos if info is not None]
+
+
+def register_pgvector(conn: psycopg.Connection, infos: list[TypeInfo] | None = None) -> None:
+    """pgvector's dumpers and loaders on ``conn`` (numpy arrays are sent as ``vector``)."""
+    for info in infos if infos is not None else fetch_pgvector_types(conn):
+        (register_halfvec_info if info.name == "halfvec" else register_vector_info)(conn, info)
 
 
 @contextmanager
@@ -97,6 +127,7 @@ class Database:
         self._idle: psycopg.Connection | None = None
         self._idle_pid = os.getpid()
         self._idle_lock = threading.Lock()
+        self._vector_types: list[TypeInfo] | None = None  # fetched by the first connect(), reused after
         with timeouts_as_errors(), raw_connect(dsn, autocommit=True) as conn:
             status = migrate.schema_status(conn)
         if status.state is migrate.SchemaState.EMPTY:
@@ -114,7 +145,9 @@ class Database:
 
     def connect(self, *, autocommit: bool = False) -> psycopg.Connection:
         conn = raw_connect(self.dsn, autocommit=autocommit)
-        register_vector(conn)
+        if self._vector_types is None:
+            self._vector_types = fetch_pgvector_types(conn)
+        register_pgvector(conn, self._vector_types)
         return conn
 
     @contextmanager

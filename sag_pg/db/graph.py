@@ -101,7 +101,7 @@ def add_entity(conn: psycopg.Connection, source_id: int, entity_type: str, name:
                description: str | None = None, embedding: npt.NDArray[np.floating] | None = None) -> int:
     """``sag.add_entity``: the key id of the (pinned) entity."""
     return int(_one(conn, "select sag.add_entity(p_source_id => %s, entity_type => %s, name => %s, "
-                          "description => %s, normalized => %s, embedding => %s::vector)",
+                          "description => %s, normalized => %s, embedding => %s)",
                     [source_id, entity_type, name, description, normalized, embedding]))
 
 

@@ -154,7 +154,7 @@ def store_reports(conn: psycopg.Connection, reports: list[NewReport]) -> None:
         cur.executemany(
             "insert into sag.community_reports (cluster_id, kind, title, summary, findings, rating, "
             "rating_explanation, full_content, membership_hash, embedding, prompt_tokens, completion_tokens) "
-            "values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::halfvec, %s, %s) "
+            "values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "on conflict (cluster_id) do update set kind = excluded.kind, title = excluded.title, "
             "summary = excluded.summary, findings = excluded.findings, rating = excluded.rating, "
             "rating_explanation = excluded.rating_explanation, full_content = excluded.full_content, "
@@ -196,7 +196,7 @@ def nearest_reports(conn: psycopg.Connection, query_embedding: npt.NDArray[np.fl
     """sag.nearest_reports."""
     cur = conn.execute(
         "select id, level, title, full_content, rating, similarity from sag.nearest_reports("
-        "query_embedding => %s::vector, source => %s, k => %s, level => %s, run_id => %s)",
+        "query_embedding => %s, source => %s, k => %s, level => %s, run_id => %s)",
         [_vector(query_embedding), source, k, level, run_id])
     names = [d.name for d in cur.description or []]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
@@ -208,7 +208,7 @@ def local_context(conn: psycopg.Connection, query: str, query_embedding: npt.NDA
                   community_prop: float) -> dict[str, Any]:
     """sag.local_context."""
     row = conn.execute(
-        "select sag.local_context(query => %s, query_embedding => %s::vector, source => %s, level => %s, "
+        "select sag.local_context(query => %s, query_embedding => %s, source => %s, level => %s, "
         "top_k_entities => %s, oversample => %s, top_k_relationships => %s, max_tokens => %s, "
         "text_unit_prop => %s, community_prop => %s)",
         [query, None if query_embedding is None else _vector(query_embedding), source, level, top_k_entities,

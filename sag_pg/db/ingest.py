@@ -80,9 +80,9 @@ def ingest_document(conn: psycopg.Connection, source_id: int, prepared: Prepared
     doc, chunks, events, keys = prepared.doc, prepared.chunks, prepared.events, prepared.keys
     row = conn.execute(
         "select sag.ingest_document(%s, %s, %s, %s, %s, %s, %s, %s, %s,"
-        " %s, %s, %s, %s, %b::vector[], %s, %s,"
-        " %s, %s, %s, %s::timestamptz[], %b::vector[],"
-        " %s, %s, %s, %s, %s, %s, %b::vector[],"
+        " %s, %s, %s, %s, %b, %s, %s,"
+        " %s, %s, %s, %s::timestamptz[], %b,"
+        " %s, %s, %s, %s, %s, %s, %b,"
         " %s, %s, %s, %s, %s, %s)",
         [
             source_id, doc.uri, doc.title, doc.text, prepared.content_hash, prepared.summary, Jsonb(doc.metadata),
@@ -107,9 +107,11 @@ def ingest_document(conn: psycopg.Connection, source_id: int, prepared: Prepared
 # -- the writer's session and bulk loads -----------------------------------------------------------------
 
 
-def writer_session(conn: psycopg.Connection) -> None:
-    """A lost commit after an OS crash is re-ingested next time; atomicity is unaffected."""
-    conn.execute("set synchronous_commit = off")
+def writer_session(conn: psycopg.Connection, *, async_commit: bool = False) -> None:
+    """Durable by default: every document's commit waits for its WAL to reach the disk, whatever the server's
+    default, so a document reported stored survives a server crash (issue #36).  ``async_commit`` (opt-in,
+    ``SAG_ASYNC_COMMIT``) does not wait: a crash may lose the last ~0.6 s of commits; atomicity is unaffected."""
+    conn.execute("select pg_catalog.set_config('synchronous_commit', %s, false)", ["off" if async_commit else "on"])
 
 
 def document_count(conn: psycopg.Connection) -> int:

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import psycopg
-from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.adapt import PyFormat
+
+from .connection import register_pgvector
 
 __all__ = ["Candidates", "context_for_query", "expand_question", "fetch_hits", "match_named_keys", "read_only_session",
            "retrieve", "source_ids"]
@@ -27,7 +28,7 @@ def _ensure_vector_dumper(conn: psycopg.Connection) -> None:
     try:
         conn.adapters.get_dumper(np.ndarray, PyFormat.BINARY)
     except psycopg.ProgrammingError:
-        register_vector(conn)
+        register_pgvector(conn)
 
 
 def read_only_session(conn: psycopg.Connection, *, statement_timeout_ms: int) -> None:
@@ -60,7 +61,7 @@ def match_named_keys(conn: psycopg.Connection, names: Sequence[str], normalized:
     _ensure_vector_dumper(conn)
     rows = conn.execute(
         "select key_id, similarity from sag.match_named_keys(names => %s, normalized => %s, "
-        "embeddings => %b::vector[], source_ids => %s)",
+        "embeddings => %b, source_ids => %s)",
         [list(names), list(normalized), list(embeddings), source_ids],
     ).fetchall()
     return [(int(k), float(s)) for k, s in rows]

@@ -41,6 +41,8 @@ class DemoQuery:
     language: str  # "zh" or "en"
     expected_uris_suffix: tuple[str, ...]
     why: str
+    # Words of the answer as its document writes them: `sag-pg demo` shows the sentence that holds them.
+    answer: str
     bridge: str | None = None
 
     @property
@@ -68,6 +70,7 @@ DEMO_QUERIES: list[DemoQuery] = [
         question="在猇亭兵败、退守白帝城的那位君主，临终托孤给了谁？此人最后在哪里去世？",
         language="zh",
         expected_uris_suffix=("three-kingdoms/yiling.md", "three-kingdoms/zhuge-liang.md"),
+        answer="五丈原",
         why="yiling.md tells how Liu Bei, beaten at 猇亭, entrusted his heir to 诸葛亮 at 白帝城, and only "
         "zhuge-liang.md says that Zhuge Liang died at 五丈原 in 234.",
         bridge="诸葛亮",
@@ -76,6 +79,7 @@ DEMO_QUERIES: list[DemoQuery] = [
         question="袁绍与对手相持时，暗中谋划袭击许都却遇刺身亡的那位将领，他的继承人后来在哪一年登基？",
         language="zh",
         expected_uris_suffix=("three-kingdoms/guandu.md", "three-kingdoms/sun-quan.md"),
+        answer="黄龙元年",
         why="guandu.md says Sun Ce was assassinated while planning to raid 许都 and left his realm to his "
         "brother 孙权, and only sun-quan.md says Sun Quan took the throne in 229 (黄龙元年).",
         bridge="孙权",
@@ -84,6 +88,7 @@ DEMO_QUERIES: list[DemoQuery] = [
         question="官渡之战中，是谁向曹操献计奇袭乌巢？",
         language="zh",
         expected_uris_suffix=("three-kingdoms/guandu.md",),
+        answer="许攸",
         why="One hop: guandu.md names 许攸, the defector from Yuan Shao who told Cao Cao where the grain "
         "at 乌巢 was stored.",
     ),
@@ -91,6 +96,7 @@ DEMO_QUERIES: list[DemoQuery] = [
         question="What price was paid for the venture set up by the man John Sculley pushed out?",
         language="en",
         expected_uris_suffix=("tech-company/macintosh.md", "tech-company/next.md"),
+        answer="$429 million",
         why="macintosh.md says Sculley pushed Steve Jobs out and Jobs then founded NeXT, and only next.md "
         "says Apple bought NeXT for $429 million.",
         bridge="NeXT",
@@ -99,6 +105,7 @@ DEMO_QUERIES: list[DemoQuery] = [
         question="What did the pilot who crashed at Scotts Valley in 1981 sell to bankroll his startup?",
         language="en",
         expected_uris_suffix=("tech-company/wozniak.md", "tech-company/founding.md"),
+        answer="HP-65",
         why="wozniak.md identifies the pilot as Steve Wozniak, and only founding.md says Wozniak sold his "
         "HP-65 calculator (and Jobs his Volkswagen van) to pay for the Apple I parts.",
         bridge="Wozniak",
@@ -107,6 +114,7 @@ DEMO_QUERIES: list[DemoQuery] = [
         question="When was the iPhone unveiled, and which carrier had the exclusive deal?",
         language="en",
         expected_uris_suffix=("tech-company/iphone.md",),
+        answer="Cingular",
         why="One hop: iphone.md gives the Macworld unveiling on January 9, 2007 and the exclusive "
         "agreement with Cingular Wireless (later AT&T).",
     ),

@@ -16,6 +16,7 @@ What is refused, each time as an :class:`InputFailure` naming the input, never b
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import json
 import os
 import re
@@ -58,6 +59,9 @@ class DocumentInput:
     title: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     origin: str = ""  # where it came from, for messages (path, path:line, stdin)
+    # The URI was made from a file's path (sag_pg.ingest.uris): it depends on where the command ran, so
+    # the same content under another such URI is the same document (the ingest skips it).
+    from_path: bool = False
 
     def __post_init__(self) -> None:
         # Built by our readers only from checked values; a caller building one directly gets the same checks.
@@ -212,8 +216,9 @@ def _read_path(path: Path, limit: int, *, named: Path) -> Iterator[ReadResult]:
         if not loaded:
             yield InputFailure(origin, "HTML page without text")
             return
-    yield document_from_text(loaded, uri=file_uri(path, named), origin=origin, title=title,
+    doc = document_from_text(loaded, uri=file_uri(path, named), origin=origin, title=title,
                              fallback_title=path.stem, max_bytes=limit)
+    yield dataclasses.replace(doc, from_path=True) if isinstance(doc, DocumentInput) else doc
 
 
 def _open_regular(path: Path) -> tuple[IO[bytes], int] | InputFailure:

@@ -52,6 +52,9 @@ class IngestReport:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     errors: list[str] = field(default_factory=list)
+    # Inputs not stored because a document of the source already holds the same content under another URI
+    # (the same file ingested from another directory): "ORIGIN: identical to URI".
+    duplicates: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
@@ -67,7 +70,7 @@ DocumentCallback = Callable[[str, str], None]  # (status: stored|skipped|failed,
 class Ingestor:
     def __init__(self, db: Database, preparer: DocumentPreparer, *, source: str = "default",
                  alignment: store.KeyAlignment | None = None, llm: LLM | None = None,
-                 bulk: bool | None = None) -> None:
+                 bulk: bool | None = None, async_commit: bool = False, allow_duplicates: bool = False) -> None:
         """``bulk``: rebuild the vector indexes after the load instead of row by row — None decides by
         the number of changed documents (at least as many as already stored, at least 200, at most
         BULK_DOCUMENTS needed), True forces it, False never."""
@@ -78,6 +81,8 @@ class Ingestor:
         self.alignment = alignment or store.KeyAlignment()
         self.alignment_from_source = alignment is None  # an explicit alignment wins over the source's config
         self.llm = llm
+        self.async_commit = async_commit
+        self.allow_duplicates = allow_duplicates
 
     def run(self, inputs: Iterable[ReadResult], *, on_document: DocumentCallback | None = None) -> IngestReport:
         report = IngestReport()
@@ -100,8 +105,7 @@ class Ingestor:
 
     def _run(self, conn: psycopg.Connection, reader: psycopg.Connection, inputs: Iterable[ReadResult],
              report: IngestReport, notify: DocumentCallback) -> None:
-        # A lost commit after an OS crash is re-ingested next time; atomicity is unaffected.
-        store.writer_session(conn)
+        store.writer_session(conn, async_commit=self.async_commit)
         source_id = self._init_source(conn)
         known = store.document_hashes(conn, source_id)
         conn.commit()
@@ -151,6 +155,9 @@ class Ingestor:
                  notify: DocumentCallback) -> Iterator[DocumentInput]:
         """The documents that need work: read failures are reported, unchanged documents skipped."""
         queued: dict[str, str] = {}  # this generator runs ahead of storage: remember what it already let through
+        # A document's identity must not depend on where the command ran: a new URI whose content a document
+        # of the source already holds (or one queued in this run) is that document, not a second copy.
+        holders = {} if self.allow_duplicates else {digest: uri for uri, digest in known.items()}
         for item in inputs:
             if isinstance(item, InputFailure):
                 self._fail(report, str(item), notify)
@@ -160,7 +167,15 @@ class Ingestor:
                 report.skipped += 1
                 notify("skipped", item.origin)
                 continue
+            holder = holders.get(digest) if item.from_path else None  # a JSONL id or --uri is an identity
+            if holder is not None and holder != item.uri and item.uri not in known:
+                report.skipped += 1
+                report.duplicates.append(f"{item.origin}: identical to {holder}, already stored")
+                notify("skipped", item.origin)
+                continue
             queued[item.uri] = digest
+            if not self.allow_duplicates:
+                holders.setdefault(digest, item.uri)
             yield item
 
     def _prepared(self, docs: Iterator[DocumentInput],

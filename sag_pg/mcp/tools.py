@@ -73,8 +73,9 @@ class SagTools:
             mode: Annotated[Literal["fast", "normal", "deep"], Field(
                 description="fast: answer from one search. normal: the LLM rewrites the question first. deep: "
                             "sub-questions answered in turn.")] = "fast") -> dict[str, Any]:
-        """Answer a question from the knowledge base with an LLM (needs SAG_LLM): the answer, the chunks it
-        cites and the evidence it was written from."""
+        """Answer a question from the knowledge base: the answer, the chunks it cites and the evidence it was
+        written from.  Without an LLM on the server (SAG_LLM), fast mode answers extractively: the facts of
+        the retrieved passages that match the question, each cited (normal and deep need the LLM)."""
         return self.sag.ask(question, mode=mode, source=self.policy.many(source), top_n=top_n).to_dict()
 
     def list_documents(self, source: Sources = None,

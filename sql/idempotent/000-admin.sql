@@ -11,7 +11,7 @@ create schema if not exists sag_internal;
 create or replace function sag.create_vector_indexes(dimension integer default null)
 returns integer
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     dim integer := coalesce(dimension, (sag.bound_embedder()->>'dimension')::int);
@@ -38,7 +38,7 @@ begin
             perform set_config('maintenance_work_mem',
                                least(allowed_kb, greatest(65536, (rows_ * (2 * dim + 1024) * 1.2 / 1024)::bigint))
                                || 'kB', true);
-            execute format('create index %I on sag.%I using hnsw (embedding halfvec_cosine_ops)',
+            execute format('create index %I on sag.%I using hnsw (embedding @extschema:vector@.halfvec_cosine_ops)',
                            spec.tbl || '_embedding_hnsw', spec.tbl);
             made := made + 1;
         end if;
@@ -54,7 +54,7 @@ comment on function sag.create_vector_indexes(integer) is
 create or replace function sag.drop_vector_indexes()
 returns void
 language sql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select pg_advisory_xact_lock(hashtext('sag.vector_indexes'));
     drop index if exists sag.chunks_embedding_hnsw, sag.events_embedding_hnsw, sag.keys_embedding_hnsw;
@@ -68,7 +68,7 @@ comment on function sag.drop_vector_indexes() is
 create or replace function sag.set_vector_storage(dimension integer)
 returns text
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     mode text := case when dimension <= 3000 then 'plain' else 'main' end;
@@ -85,13 +85,13 @@ comment on function sag.set_vector_storage(integer) is
 create or replace function sag.bound_embedder()
 returns jsonb
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$ select value from sag.settings where name = 'embedder' $$;
 
 create or replace function sag.bind_embedder(embedder text, dimension integer)
 returns jsonb
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     bound jsonb;
@@ -107,9 +107,9 @@ begin
     perform pg_advisory_xact_lock(hashtext('sag.bind_embedder'));
     select value into bound from sag.settings where name = 'embedder';
     if bound is null then
-        execute format('alter table sag.chunks alter column embedding type halfvec(%s)', dimension);
-        execute format('alter table sag.events alter column embedding type halfvec(%s)', dimension);
-        execute format('alter table sag.keys alter column embedding type halfvec(%s)', dimension);
+        execute format('alter table sag.chunks alter column embedding type @extschema:vector@.halfvec(%s)', dimension);
+        execute format('alter table sag.events alter column embedding type @extschema:vector@.halfvec(%s)', dimension);
+        execute format('alter table sag.keys alter column embedding type @extschema:vector@.halfvec(%s)', dimension);
         -- ALTER TYPE resets the storage to the type's EXTENDED: keep vectors inline (see 003-bm25-stats.sql).
         perform sag.set_vector_storage(dimension);
         perform sag.create_vector_indexes(dimension);
@@ -140,7 +140,7 @@ comment on function sag.bound_embedder() is
 create or replace function sag.table_counts()
 returns table (table_name text, row_count bigint)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select 'sources', count(*) from sag.sources
     union all select 'documents', count(*) from sag.documents

@@ -15,7 +15,7 @@
 create or replace function sag_internal._embed_hash_stopwords()
 returns text[]
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     -- Keep identical to sag_pg.embedders.hashing.STOPWORDS.
     select array[
@@ -41,7 +41,7 @@ comment on function sag_internal._embed_hash_stopwords() is
 create or replace function sag_internal._embed_hash_features(content text)
 returns table (feature text, weight double precision)
 language sql immutable parallel safe strict
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with tokens as (
         select m[1] as token
@@ -73,9 +73,9 @@ comment on function sag_internal._embed_hash_features(text) is
     'The weighted features of a text under hash-v1 (steps 1-3 of sag.embed_hash), one row per occurrence.';
 
 create or replace function sag.embed_hash(content text, dimension integer default 512)
-returns vector
+returns @extschema:vector@.vector
 language plpgsql immutable parallel safe strict
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     -- plpgsql only for this check: pgvector's limit is 16000 dimensions.
@@ -99,7 +99,7 @@ begin
             select sqrt(coalesce(sum(value * value), 0)) as norm from buckets
         )
         select array_agg(case when norm.norm > 0 then coalesce(buckets.value, 0) / norm.norm else 0 end
-                         order by slot)::real[]::vector
+                         order by slot)::real[]::@extschema:vector@.vector
         from generate_series(0, dimension - 1) as slot
         cross join norm
         left join buckets on buckets.bucket = slot

@@ -4,7 +4,7 @@
 create or replace function sag.ensure_source(source_name text)
 returns bigint
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     found_id bigint;
@@ -27,7 +27,7 @@ comment on function sag.ensure_source(text) is 'The id of the source with this n
 create or replace function sag.source_ids(source_names text[])
 returns bigint[]
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     ids bigint[];
@@ -54,7 +54,7 @@ comment on function sag.source_ids(text[]) is
 create or replace function sag_internal._wait_for_index_builds()
 returns void
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     perform pg_advisory_xact_lock_shared(hashtext('sag.vector_indexes'));
@@ -72,11 +72,11 @@ $$;
 -- most similar same-type key by trigram similarity, then by embedding.
 -- Set-based (one statement for a whole document) because a per-key function call cost ~0.2 ms each.
 create or replace function sag_internal._match_keys(
-    p_source_id bigint, types text[], normalized text[], value_strings text[], embeddings vector[],
+    p_source_id bigint, types text[], normalized text[], value_strings text[], embeddings @extschema:vector@.vector[],
     trgm_threshold float8, vector_threshold float8, across_types boolean)
 returns table (ord integer, key_id bigint)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 -- Planned as a generic plan, the trigram test would scan sag.keys sequentially (the planner cannot see
 -- the threshold); the indexes are always the right way in.
 set enable_seqscan = off
@@ -100,32 +100,32 @@ as $$
       -- offset 0 keeps the source/type filters outside, so the trigram GIN index drives the lookup.
       left join lateral (
           select c.id from (
-              select k.id, k.source_id, k.type, similarity(k.normalized, u.norm) as sim from sag.keys k
+              select k.id, k.source_id, k.type, @extschema:pg_trgm@.similarity(k.normalized, u.norm) as sim from sag.keys k
                where exact.id is null and other_type.id is null and reordered.id is null
                  and trgm_threshold is not null
-                 and u.vs is not null and k.normalized % u.norm offset 0) c
+                 and u.vs is not null and k.normalized operator(@extschema:pg_trgm@.%) u.norm offset 0) c
            where c.source_id = p_source_id and c.type = u.type and c.sim >= trgm_threshold
            order by c.sim desc, c.id limit 1) fuzzy on true
       left join lateral (
           select c.id from (
-              select k.id, k.embedding <=> u.emb as distance from sag.keys k
+              select k.id, k.embedding operator(@extschema:vector@.<=>) u.emb as distance from sag.keys k
                where exact.id is null and other_type.id is null and reordered.id is null and fuzzy.id is null
                  and vector_threshold is not null and u.emb is not null
                  and k.source_id = p_source_id and k.type = u.type and k.embedding is not null
-               order by k.embedding <=> u.emb limit 1) c
+               order by k.embedding operator(@extschema:vector@.<=>) u.emb limit 1) c
            where 1 - c.distance >= vector_threshold) near on true
 $$;
 
 create or replace function sag.resolve_keys(
     p_source_id bigint,
     types text[], names text[], normalized text[],
-    value_strings text[], value_numbers float8[], value_bools boolean[], embeddings vector[],
+    value_strings text[], value_numbers float8[], value_bools boolean[], embeddings @extschema:vector@.vector[],
     trgm_threshold float8 default 0.9,
     vector_threshold float8 default null,
     across_types boolean default true)
 returns table (ord integer, key_id bigint)
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     matched bigint[];
@@ -204,7 +204,7 @@ begin
     return query select r.n::int, r.id from unnest(resolved) with ordinality as r(id, n) order by r.n;
 end;
 $$;
-comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], float8[], boolean[], vector[], float8, float8, boolean) is
+comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], float8[], boolean[], @extschema:vector@.vector[], float8, float8, boolean) is
     'Maps extracted keys (parallel arrays, 1-based ord) to key ids: reuses an existing key of the same meaning '
     '(exact normalized value; across types; trigram >= trgm_threshold; embedding >= vector_threshold; NULL '
     'disables a test) and creates the rest.';
@@ -214,24 +214,68 @@ comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], flo
 create or replace function sag_internal._adjust_key_counts(key_ids bigint[], deltas integer[])
 returns void
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     perform 1 from sag.keys k where k.id = any(key_ids) order by k.id for no key update;
     update sag.keys k set event_count = k.event_count + d.delta
       from (select u.id, sum(u.delta)::int as delta from unnest(key_ids, deltas) u(id, delta) group by u.id) d
      where k.id = d.id;
-    delete from sag.keys k where k.id = any(key_ids) and k.event_count <= 0
+    -- A pinned key (an entity added by hand, sag.add_entity) stays when its last event goes.
+    delete from sag.keys k where k.id = any(key_ids) and k.event_count <= 0 and not k.pinned
        and not exists (select 1 from sag.event_keys ek where ek.key_id = k.id);
 end;
 $$;
+
+-- What a document's deletion takes off the rest of the database, before its rows go (explicit steps, no
+-- triggers: Citus distributes no table with triggers, and a reader sees here everything a deletion does):
+--   * its chunks' lexemes, queued (-1) for the BM25 statistics (sag.flush_term_stats folds them);
+--   * its events' evidence of relations: co-occurrence relations weaken (n / (n + 1) of the evidence left),
+--     co-occurrence and LLM relations left with no evidence are deleted; stated relations stay.
+create or replace function sag_internal._before_document_delete(p_document_id bigint)
+returns void
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    touched bigint[];
+begin
+    insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
+    select c.source_id, -1, c.token_count, c.tsv from sag.chunks c where c.document_id = p_document_id;
+
+    with gone as (
+        delete from sag.relation_events re
+         using sag.events e
+         where e.document_id = p_document_id and re.event_id = e.id
+        returning re.relation_id
+    ), counted as (
+        select g.relation_id, count(*)::int as n from gone g group by g.relation_id
+    ), weakened as (
+        update sag.relations r
+           set evidence_count = r.evidence_count - c.n,
+               weight = case when r.origin = 'cooccurrence'
+                             then sag_internal._cooccurrence_weight(greatest(r.evidence_count - c.n, 0))
+                             else r.weight end
+          from counted c
+         where r.id = c.relation_id and r.origin in ('cooccurrence', 'llm')
+        returning r.id, r.evidence_count
+    )
+    select array_agg(w.id order by w.id) into touched from weakened w where w.evidence_count <= 0;
+    if touched is not null then
+        delete from sag.relations r where r.id = any(touched);
+    end if;
+end;
+$$;
+comment on function sag_internal._before_document_delete(bigint) is
+    'A document about to be deleted: queues its chunks for the BM25 statistics and takes its events off the '
+    'evidence of relations (deleting co-occurrence and LLM relations left with none).';
 
 -- How many events of a document link to each key: what its deletion takes off, or its insertion adds to,
 -- sag.keys.event_count.
 create or replace function sag_internal._document_key_events(p_document_id bigint)
 returns table (key_id bigint, n integer)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select ek.key_id, count(*)::int from sag.event_keys ek
       join sag.events e on e.id = ek.event_id
@@ -242,7 +286,7 @@ $$;
 create or replace function sag.delete_document(p_document_id bigint)
 returns boolean
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     ids bigint[];
@@ -251,10 +295,11 @@ begin
     perform sag_internal._wait_for_index_builds();
     select array_agg(x.key_id order by x.key_id), array_agg(-x.n order by x.key_id) into ids, deltas
       from sag_internal._document_key_events(p_document_id) x;
-    delete from sag.documents where id = p_document_id;
-    if not found then
+    if not exists (select 1 from sag.documents d where d.id = p_document_id) then
         return false;
     end if;
+    perform sag_internal._before_document_delete(p_document_id);
+    delete from sag.documents where id = p_document_id;
     if ids is not null then
         perform sag_internal._adjust_key_counts(ids, deltas);
     end if;
@@ -269,13 +314,13 @@ create or replace function sag.store_document(
     p_source_id bigint, p_uri text, p_title text, p_content text, p_content_hash text, p_summary text,
     p_metadata jsonb, p_prompt_tokens integer, p_completion_tokens integer,
     chunk_titles text[], chunk_contents text[], chunk_start_lines integer[], chunk_end_lines integer[],
-    chunk_embeddings vector[], chunk_tokens text[], chunk_token_counts integer[],
+    chunk_embeddings @extschema:vector@.vector[], chunk_tokens text[], chunk_token_counts integer[],
     event_chunk_ordinals integer[], event_titles text[], event_contents text[], event_times timestamptz[],
-    event_embeddings vector[],
+    event_embeddings @extschema:vector@.vector[],
     link_event_ordinals integer[], link_key_ids bigint[], link_counts integer[])
 returns bigint
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     old_id bigint;
@@ -292,6 +337,7 @@ begin
     if old_id is not null then
         select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(-x.n), '{}') into old_ids, old_deltas
           from sag_internal._document_key_events(old_id) x;
+        perform sag_internal._before_document_delete(old_id);
         delete from sag.documents where id = old_id;
     end if;
 
@@ -314,11 +360,24 @@ begin
            with ordinality as e(chunk_ordinal, title, content, t, emb, n)
       join sag.chunks ch on ch.document_id = doc_id and ch.ordinal = e.chunk_ordinal;
 
+    -- The new chunks' lexemes, queued (+1) for the BM25 statistics.
+    insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
+    select c.source_id, 1, c.token_count, c.tsv from sag.chunks c where c.document_id = doc_id;
+
     insert into sag.event_keys (event_id, key_id, count)
     select ev.id, l.key_id, sum(l.cnt)::int
       from unnest(link_event_ordinals, link_key_ids, link_counts) as l(event_ordinal, key_id, cnt)
       join sag.events ev on ev.document_id = doc_id and ev.ordinal = l.event_ordinal
      group by ev.id, l.key_id;
+
+    -- The co-occurrence relations its events' links add (in event, key order: concurrent ingests queue).
+    -- sag.cooccurrence = off (a session or database setting) skips them for a load followed by
+    -- sag.rebuild_cooccurrence().
+    perform sag_internal._cooccur_links(array_agg(ek.event_id order by ek.event_id, ek.key_id),
+                                        array_agg(ek.key_id order by ek.event_id, ek.key_id))
+       from sag.event_keys ek join sag.events ev on ev.id = ek.event_id
+      where ev.document_id = doc_id
+        and coalesce(current_setting('sag.cooccurrence', true), '') <> 'off';
 
     insert into sag.chunk_keys (chunk_id, key_id, count)
     select ev.chunk_id, ek.key_id, sum(ek.count)::int
@@ -336,29 +395,29 @@ begin
     return doc_id;
 end;
 $$;
-comment on function sag.store_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], vector[], text[], integer[], integer[], text[], text[], timestamptz[], vector[], integer[], bigint[], integer[]) is
+comment on function sag.store_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], @extschema:vector@.vector[], text[], integer[], integer[], text[], text[], timestamptz[], @extschema:vector@.vector[], integer[], bigint[], integer[]) is
     'Stores one document with its chunks (0-based ordinals in array order), events (attached to chunk '
     'ordinals) and event-key links (event ordinal, key id, count), replacing a document with the same uri '
     'in the source. Call inside the caller''s transaction: all or nothing.';
 
 create or replace function sag.pre_retrieve(
-    event_embedding vector, p_source_id bigint, direct_k integer default 10, similar_n integer default 3)
+    event_embedding @extschema:vector@.vector, p_source_id bigint, direct_k integer default 10, similar_n integer default 3)
 returns jsonb
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select jsonb_build_object(
         'direct_keys', coalesce((
             select jsonb_agg(jsonb_build_object('type', d.type, 'name', d.name) order by d.distance)
-              from (select k.type, k.name, k.embedding <=> event_embedding as distance
+              from (select k.type, k.name, k.embedding operator(@extschema:vector@.<=>) event_embedding as distance
                       from sag.keys k
                      where k.source_id = p_source_id and k.embedding is not null
-                     order by k.embedding <=> event_embedding limit direct_k) d), '[]'::jsonb),
+                     order by k.embedding operator(@extschema:vector@.<=>) event_embedding limit direct_k) d), '[]'::jsonb),
         'keys_from_events', coalesce((
             select jsonb_agg(distinct jsonb_build_object('type', k.type, 'name', k.name))
               from (select e.id from sag.events e
                      where e.source_id = p_source_id and e.embedding is not null
-                     order by e.embedding <=> event_embedding limit similar_n) se
+                     order by e.embedding operator(@extschema:vector@.<=>) event_embedding limit similar_n) se
               join sag.event_keys ek on ek.event_id = se.id
               join sag.keys k on k.id = ek.key_id), '[]'::jsonb),
         'key_types', coalesce((
@@ -367,7 +426,7 @@ as $$
                 union
                 select distinct k.type from sag.keys k where k.source_id = p_source_id) types), '[]'::jsonb))
 $$;
-comment on function sag.pre_retrieve(vector, bigint, integer, integer) is
+comment on function sag.pre_retrieve(@extschema:vector@.vector, bigint, integer, integer) is
     'Pre-retrieval for key extraction (sag-algorithm 1.3): the event''s top-K similar keys (direct_keys), '
     'the keys of its top-N similar events (keys_from_events) and the source''s key types.';
 
@@ -375,16 +434,16 @@ create or replace function sag.ingest_document(
     p_source_id bigint, p_uri text, p_title text, p_content text, p_content_hash text, p_summary text,
     p_metadata jsonb, p_prompt_tokens integer, p_completion_tokens integer,
     chunk_titles text[], chunk_contents text[], chunk_start_lines integer[], chunk_end_lines integer[],
-    chunk_embeddings vector[], chunk_tokens text[], chunk_token_counts integer[],
+    chunk_embeddings @extschema:vector@.vector[], chunk_tokens text[], chunk_token_counts integer[],
     event_chunk_ordinals integer[], event_titles text[], event_contents text[], event_times timestamptz[],
-    event_embeddings vector[],
+    event_embeddings @extschema:vector@.vector[],
     key_types text[], key_names text[], key_normalized text[], key_strings text[], key_numbers float8[],
-    key_bools boolean[], key_embeddings vector[],
+    key_bools boolean[], key_embeddings @extschema:vector@.vector[],
     link_event_ordinals integer[], link_key_ords integer[], link_counts integer[],
     trgm_threshold float8 default 0.9, vector_threshold float8 default null, across_types boolean default true)
 returns bigint
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     resolved bigint[];
@@ -402,6 +461,6 @@ begin
         link_counts);
 end;
 $$;
-comment on function sag.ingest_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], vector[], text[], integer[], integer[], text[], text[], timestamptz[], vector[], text[], text[], text[], text[], float8[], boolean[], vector[], integer[], integer[], integer[], float8, float8, boolean) is
+comment on function sag.ingest_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], @extschema:vector@.vector[], text[], integer[], integer[], text[], text[], timestamptz[], @extschema:vector@.vector[], text[], text[], text[], text[], float8[], boolean[], @extschema:vector@.vector[], integer[], integer[], integer[], float8, float8, boolean) is
     'One whole document in one call (so one statement is one transaction): sag.resolve_keys for its keys '
     '(parallel arrays), then sag.store_document with links given as (event ordinal, 1-based key position, count).';

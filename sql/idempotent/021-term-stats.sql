@@ -5,13 +5,13 @@
 create or replace function sag_internal._lexeme_query(lexeme text)
 returns tsquery
 language sql immutable strict parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$ select ('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''')::tsquery $$;
 
 create or replace function sag.flush_term_stats()
 returns bigint
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     folded bigint;
@@ -68,7 +68,7 @@ comment on function sag.flush_term_stats() is
 create or replace function sag.calibrate()
 returns jsonb
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     result jsonb;
@@ -105,7 +105,7 @@ comment on function sag.calibrate() is
 create or replace function sag.calibration(source_ids bigint[] default null)
 returns table (events bigint, hub_events integer)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select sum((c.value ->> 'events')::bigint)::bigint, coalesce(max((c.value ->> 'hub_events')::integer), 20)
       from sag.settings st
@@ -121,7 +121,7 @@ comment on function sag.calibration(bigint[]) is
 create or replace function sag.rebuild_term_stats()
 returns void
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     perform pg_advisory_xact_lock(hashtext('sag.term_stats'));
@@ -145,7 +145,7 @@ comment on function sag.rebuild_term_stats() is
 create or replace function sag.bm25_corpus(source_ids bigint[] default null)
 returns table (n float8, avgdl float8)
 language sql stable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select coalesce(sum(x.chunks), 0)::float8, (sum(x.tokens) / nullif(sum(x.chunks), 0))::float8
       from (select cs.chunk_count as chunks, cs.token_total as tokens from sag.corpus_stats cs
@@ -163,7 +163,7 @@ comment on function sag.bm25_corpus(bigint[]) is
 create or replace function sag.bm25_df(terms text[], source_ids bigint[] default null)
 returns table (term text, df float8)
 language sql stable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select t.term,
            coalesce((select sum(ts.df) from sag.term_stats ts
@@ -177,11 +177,3 @@ $$;
 comment on function sag.bm25_df(text[], bigint[]) is
     'Document frequency (chunks holding the lexeme) of each term over the given sources (NULL = all), exact: '
     'sag.term_stats plus what is still queued.';
-
--- The trigger functions of schema revision 3 (sql/incremental/003-bm25-stats.sql) were created with
--- pg_catalog after public on their search_path: a role allowed to create functions in public could shadow a
--- built-in one and have it run with the writer's rights.  Every sag function puts pg_catalog first and
--- pg_temp last.
-alter function sag_internal._queue_inserted_chunks() set search_path = pg_catalog, sag, public, pg_temp;
-alter function sag_internal._queue_deleted_chunks() set search_path = pg_catalog, sag, public, pg_temp;
-alter function sag_internal._queue_updated_chunks() set search_path = pg_catalog, sag, public, pg_temp;

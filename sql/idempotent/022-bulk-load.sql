@@ -20,7 +20,7 @@
 create or replace function sag_internal._join_bulk_load(wait_seconds float8)
 returns void
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     deadline timestamptz := clock_timestamp() + make_interval(secs => wait_seconds);
@@ -39,7 +39,7 @@ $$;
 create or replace function sag.begin_bulk_load(wait_seconds float8 default 60)
 returns integer
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     deadline timestamptz := clock_timestamp() + make_interval(secs => wait_seconds);
@@ -90,7 +90,7 @@ comment on function sag.begin_bulk_load(float8) is
 create or replace function sag_internal._build_vector_indexes_alone()
 returns integer
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     made integer;
@@ -112,7 +112,7 @@ $$;
 create or replace function sag.finish_bulk_load()
 returns integer
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     perform pg_advisory_unlock_shared(hashtext('sag.bulk_load'));
@@ -128,7 +128,7 @@ comment on function sag.finish_bulk_load() is
 create or replace function sag.missing_vector_indexes()
 returns integer
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select count(*)::int from (values ('chunks'), ('events'), ('keys')) t(tbl)
      where to_regclass(format('sag.%s_embedding_hnsw', t.tbl)) is null
@@ -141,7 +141,7 @@ comment on function sag.missing_vector_indexes() is
 create or replace function sag.repair_vector_indexes()
 returns integer
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     if sag.missing_vector_indexes() = 0 then

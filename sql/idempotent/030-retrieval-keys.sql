@@ -31,32 +31,32 @@ drop function if exists sag_internal._require(boolean, text);
 create or replace function sag_internal._unknown_source_id(source_ids bigint[])
 returns bigint
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select s.id from unnest(source_ids) s(id) where not exists (select 1 from sag.sources x where x.id = s.id) limit 1
 $$;
 
 -- sag.match_keys gained name and type columns: a new return type needs the old function dropped.
-drop function if exists sag.match_keys(vector, bigint[], integer, float8, float8);
+drop function if exists sag.match_keys(@extschema:vector@.vector, bigint[], integer, float8, float8);
 
 -- Signatures that gained parameters: drop the old ones, or calls would be ambiguous between two overloads.
-drop function if exists sag_internal._nearest_events(vector, bigint[], integer);
-drop function if exists sag_internal._nearest_chunks(vector, bigint[], integer);
-drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer);
-drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+drop function if exists sag_internal._nearest_events(@extschema:vector@.vector, bigint[], integer);
+drop function if exists sag_internal._nearest_chunks(@extschema:vector@.vector, bigint[], integer);
+drop function if exists sag.activate_keys(@extschema:vector@.vector, bigint[], float8[], bigint[], integer, float8, integer, integer);
+drop function if exists sag.activate_keys(@extschema:vector@.vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[]);
-drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+drop function if exists sag.activate_keys(@extschema:vector@.vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[], bigint);
 
-drop function if exists sag.match_keys(vector, bigint[], integer, float8);
+drop function if exists sag.match_keys(@extschema:vector@.vector, bigint[], integer, float8);
 -- Tried and dropped (2026-11-27): turning the iterative scan off when no filter can remove a row saved nothing
 -- measurable (0.01-0.02 ms an HNSW search, interleaved A/B).
 drop function if exists sag_internal._every_source(bigint[]);
 drop function if exists sag_internal._activate(bigint[], float8[], bigint[], float8, integer, integer, bigint);
-drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+drop function if exists sag.activate_keys(@extschema:vector@.vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[],
                                           float8);
-drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+drop function if exists sag.activate_keys(@extschema:vector@.vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[]);
 
 -- Nearest neighbours by the HNSW indexes: the `lim` rows nearest to `query_embedding` (cosine distance), in
@@ -80,47 +80,47 @@ drop function if exists sag.activate_keys(vector, bigint[], float8[], bigint[], 
 --   selective filter would starve the approximate index scan (and 1,000 exact distances cost a few ms).  A
 --   larger filter goes through the HNSW index, the filter applied to the rows it yields; the iterative scan
 --   keeps going until enough rows pass (up to hnsw.max_scan_tuples).
-create or replace function sag_internal._nearest_keys(query_embedding vector, source_ids bigint[], lim integer)
+create or replace function sag_internal._nearest_keys(query_embedding @extschema:vector@.vector, source_ids bigint[], lim integer)
 returns table (key_id bigint, distance float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set enable_sort = off
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
 as $$
 declare
-    q halfvec := query_embedding::halfvec;  -- cast once, not per row
+    q @extschema:vector@.halfvec := query_embedding::@extschema:vector@.halfvec;  -- cast once, not per row
 begin
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
     return query
     select x.id, x.distance
-      from (select k.id, k.embedding <=> q as distance
+      from (select k.id, k.embedding operator(@extschema:vector@.<=>) q as distance
               from sag.keys k
              where k.embedding is not null
                and (source_ids is null or k.source_id = any (source_ids))
-             order by k.embedding <=> q
+             order by k.embedding operator(@extschema:vector@.<=>) q
              limit lim) x
      where x.distance <> 'NaN'::float8;
 end;
 $$;
 
-create or replace function sag_internal._nearest_events(query_embedding vector, source_ids bigint[], lim integer,
+create or replace function sag_internal._nearest_events(query_embedding @extschema:vector@.vector, source_ids bigint[], lim integer,
                                                event_filter bigint[] default null)
 returns table (event_id bigint, distance float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set enable_sort = off
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
 as $$
 declare
-    q halfvec := query_embedding::halfvec;  -- cast once, not per row
+    q @extschema:vector@.halfvec := query_embedding::@extschema:vector@.halfvec;  -- cast once, not per row
 begin
     if event_filter is not null and cardinality(event_filter) <= 1000 then
         -- Exact over the allowed events (materialized first, so the planner cannot pick the HNSW index).
         return query
         with allowed as materialized (
-            select e.id, e.embedding <=> q as distance
+            select e.id, e.embedding operator(@extschema:vector@.<=>) q as distance
               from sag.events e
              where e.id in (select unnest(event_filter))
                and e.embedding is not null
@@ -134,33 +134,33 @@ begin
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
     return query
     select x.id, x.distance
-      from (select e.id, e.embedding <=> q as distance
+      from (select e.id, e.embedding operator(@extschema:vector@.<=>) q as distance
               from sag.events e
              where e.embedding is not null
                and (source_ids is null or e.source_id = any (source_ids))
                and (event_filter is null or e.id in (select unnest(event_filter)))
-             order by e.embedding <=> q
+             order by e.embedding operator(@extschema:vector@.<=>) q
              limit lim) x
      where x.distance <> 'NaN'::float8;
 end;
 $$;
 
-create or replace function sag_internal._nearest_chunks(query_embedding vector, source_ids bigint[], lim integer,
+create or replace function sag_internal._nearest_chunks(query_embedding @extschema:vector@.vector, source_ids bigint[], lim integer,
                                                chunk_filter bigint[] default null)
 returns table (chunk_id bigint, distance float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set enable_sort = off
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
 as $$
 declare
-    q halfvec := query_embedding::halfvec;  -- cast once, not per row
+    q @extschema:vector@.halfvec := query_embedding::@extschema:vector@.halfvec;  -- cast once, not per row
 begin
     if chunk_filter is not null and cardinality(chunk_filter) <= 1000 then
         return query
         with allowed as materialized (
-            select c.id, c.embedding <=> q as distance
+            select c.id, c.embedding operator(@extschema:vector@.<=>) q as distance
               from sag.chunks c
              where c.id in (select unnest(chunk_filter))
                and c.embedding is not null
@@ -174,26 +174,26 @@ begin
     perform set_config('hnsw.ef_search', least(greatest(lim, 40), 1000)::text, true);
     return query
     select x.id, x.distance
-      from (select c.id, c.embedding <=> q as distance
+      from (select c.id, c.embedding operator(@extschema:vector@.<=>) q as distance
               from sag.chunks c
              where c.embedding is not null
                and (source_ids is null or c.source_id = any (source_ids))
                and (chunk_filter is null or c.id in (select unnest(chunk_filter)))
-             order by c.embedding <=> q
+             order by c.embedding operator(@extschema:vector@.<=>) q
              limit lim) x
      where x.distance <> 'NaN'::float8;
 end;
 $$;
 
 create or replace function sag.match_keys(
-    query_embedding vector,
+    query_embedding @extschema:vector@.vector,
     source_ids bigint[] default null,
     top_k integer default 30,
     min_similarity float8 default 0.45,
     similarity_floor float8 default 0)
 returns table (key_id bigint, similarity float8, name text, type text)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
@@ -233,7 +233,7 @@ begin
      order by n.distance, n.key_id;
 end;
 $$;
-comment on function sag.match_keys(vector, bigint[], integer, float8, float8) is
+comment on function sag.match_keys(@extschema:vector@.vector, bigint[], integer, float8, float8) is
     'Stage 1 step 1 (sag-algorithm §2.2): the top_k string keys nearest to the query embedding (HNSW on '
     'keys.embedding), similarity = cosine above similarity_floor, rescaled: greatest(0, (cosine - floor) / '
     '(1 - floor)) (sag.similarity_floors; 0 = the plain cosine) >= min_similarity; these are the seed '
@@ -255,13 +255,21 @@ returns float8
 language sql immutable parallel safe
 -- No SET clause: it would stop PostgreSQL from inlining this expression into its callers' queries, and it is
 -- evaluated once per candidate key (600 calls a search, 10 % of sag.retrieve's time at MuSiQue's size).  Inlined,
--- it is parsed under the caller's pinned search_path, so a shadowing public.ln still cannot run.
+-- it is parsed under the caller's pinned search_path.  Called directly (psql), it is parsed under the
+-- session's: so every function and operator is named with its schema (a public.ln or a public./ created by
+-- another role cannot run; issue #36).
 as $$
-    select (case when corpus_events is null or corpus_events < 1 then 1.0
-                 else ln(1 + corpus_events::float8 / greatest(event_count, 1)) / ln(1 + corpus_events::float8) end)
-         * coalesce((key_types ->> key_type)::float8,
-                    case key_type when 'topic' then 0.8 when 'time' then 0.6 when 'tag' then 0.6
-                                  when 'action' then 0.5 else 1.0 end)
+    select (case when corpus_events is null or corpus_events operator(pg_catalog.<) 1::bigint then 1.0::float8
+                 -- (operator(...) has one precedence for every operator: the parentheses say the order)
+                 else pg_catalog.ln(1::float8 operator(pg_catalog.+)
+                                    (corpus_events::float8 operator(pg_catalog./) greatest(event_count, 1)::float8))
+                      operator(pg_catalog./) pg_catalog.ln(1::float8 operator(pg_catalog.+) corpus_events::float8) end)
+         operator(pg_catalog.*)
+           coalesce((key_types operator(pg_catalog.->>) key_type)::float8,
+                    case when key_type operator(pg_catalog.=) 'topic'::text then 0.8::float8
+                         when key_type operator(pg_catalog.=) 'time'::text then 0.6::float8
+                         when key_type operator(pg_catalog.=) 'tag'::text then 0.6::float8
+                         when key_type operator(pg_catalog.=) 'action'::text then 0.5::float8 else 1.0::float8 end)
 $$;
 
 -- Reverse activation and dynamic pruning, shared by stage 1 and every hop of stage 2:
@@ -278,7 +286,7 @@ create or replace function sag_internal._activate(
     soft_hubs boolean default false)
 returns table (key_id bigint, weight float8)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 -- A few hundred to a few thousand key lookups: by primary key, not by a hash join over all keys.
 set enable_seqscan = off
 as $$
@@ -320,7 +328,7 @@ as $$
 $$;
 
 create or replace function sag.activate_keys(
-    query_embedding vector,
+    query_embedding @extschema:vector@.vector,
     seed_key_ids bigint[],
     seed_weights float8[],
     source_ids bigint[] default null,
@@ -340,11 +348,11 @@ create or replace function sag.activate_keys(
     soft_hubs boolean default false)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
-    qh halfvec := query_embedding::halfvec;  -- the columns' type, cast once (not per row)
+    qh @extschema:vector@.halfvec := query_embedding::@extschema:vector@.halfvec;  -- the columns' type, cast once (not per row)
     ev_ids bigint[];
     ev_w float8[];
     -- Weight of the BM25 part in an event's relevance: only when the query's chunks are given.
@@ -454,7 +462,7 @@ begin
         select r.event_id, r.w
           from (select se.event_id,
                        se.w_ek * ((1 - etw) * coalesce(e1.sim,
-                                      (select greatest(0, (1 - coalesce(nullif(x.embedding <=> qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
+                                      (select greatest(0, (1 - coalesce(nullif(x.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
                                          from sag.events x where x.id = se.event_id))
                                   + etw * coalesce(qc.ts, 0)) as w
                   from seed_events se
@@ -466,7 +474,7 @@ begin
         -- Empty intersection: the seed keys' events (the event_limit with the largest W_event-key),
         -- with e1 computed exactly for them.
         select s.event_id,
-               s.w_ek * ((1 - etw) * greatest(0, (1 - coalesce(nullif(e.embedding <=> qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
+               s.w_ek * ((1 - etw) * greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
                          + etw * coalesce(qc.ts, 0)) as w
           from (select se.event_id, se.chunk_id, se.w_ek from seed_events se
                  where not exists (select 1 from intersected)
@@ -481,7 +489,7 @@ begin
         select r.event_id, r.w
           from (select e1.event_id,
                        (1 - etw) * coalesce(e1.sim,
-                                      greatest(0, (1 - coalesce(nullif(e.embedding <=> qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)))
+                                      greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)))
                        + etw * coalesce(qc.ts, 0) as w
                   from e1
                   join sag.events e on e.id = e1.event_id
@@ -505,7 +513,7 @@ begin
      order by a.weight desc, a.key_id;
 end;
 $$;
-comment on function sag.activate_keys(vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+comment on function sag.activate_keys(@extschema:vector@.vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                       bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[],
                                       float8, boolean) is
     'Stage 1 (sag-algorithm §2.2 steps 2-8).  Seeds k1: the given keys (e.g. from sag.match_keys) plus, when the '

@@ -3,19 +3,19 @@
 -- activation and pruning) is shared with stage 1 and defined there.
 
 -- Signatures that gained parameters: drop the old ones, or calls would be ambiguous between two overloads.
-drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+drop function if exists sag.expand_keys(@extschema:vector@.vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
                                         integer, integer);
-drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+drop function if exists sag.expand_keys(@extschema:vector@.vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
                                         integer, integer, bigint[]);
-drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+drop function if exists sag.expand_keys(@extschema:vector@.vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
                                         integer, integer, bigint[], bigint[], float8);
-drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+drop function if exists sag.expand_keys(@extschema:vector@.vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
                                         integer, integer, bigint[], bigint[], float8, bigint, float8);
-drop function if exists sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+drop function if exists sag.expand_keys(@extschema:vector@.vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
                                         integer, integer, bigint[], bigint[], float8, bigint);
 
 create or replace function sag.expand_keys(
-    query_embedding vector,
+    query_embedding @extschema:vector@.vector,
     key_ids bigint[],
     key_weights float8[],
     key_steps integer[],
@@ -33,11 +33,11 @@ create or replace function sag.expand_keys(
     soft_hubs boolean default false)
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
-    qh halfvec := query_embedding::halfvec;  -- the columns' type, cast once (not per row)
+    qh @extschema:vector@.halfvec := query_embedding::@extschema:vector@.halfvec;  -- the columns' type, cast once (not per row)
     acc_ids bigint[];      -- accumulated key-final: first step, largest weight
     acc_w float8[];
     acc_steps integer[];
@@ -110,7 +110,7 @@ begin
         -- F and e.
         select array_agg(x.event_id), array_agg(x.w) into ev_ids, ev_w
           from (select ev.event_id,
-                       ev.w_ek * greatest(0, (1 - coalesce(nullif(e.embedding <=> qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as w
+                       ev.w_ek * greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as w
                   from (select ek.event_id, sum(f.w) as w_ek
                           from unnest(f_ids, f_w) as f(key_id, w)
                           join sag.keys k on k.id = f.key_id
@@ -166,7 +166,7 @@ begin
      order by x.before desc, x.step, x.key_id;
 end;
 $$;
-comment on function sag.expand_keys(vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer,
+comment on function sag.expand_keys(@extschema:vector@.vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer,
                                     integer, bigint[], bigint[], float8, bigint, float8, boolean) is
     'Stage 2, the multi-hop loop (sag-algorithm §2.3).  From the previous hop''s key set F (first: the input '
     'keys): events of F (SQL join; hubs with more than max_key_events events not expanded; only event_filter '

@@ -7,28 +7,28 @@ drop function if exists sag_internal._bm25_score(text[], integer[], float8[], ts
 drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8);
 drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[]);
 drop function if exists sag.bm25_chunks(text[], bigint[], integer, float8, float8, bigint[], integer);
-drop function if exists sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[]);
-drop function if exists sag.dense_chunks(vector, bigint[], integer);
-drop function if exists sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[], integer);
-drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer, integer,
+drop function if exists sag.query_chunks(@extschema:vector@.vector, text[], bigint[], integer, integer, float8, bigint[]);
+drop function if exists sag.dense_chunks(@extschema:vector@.vector, bigint[], integer);
+drop function if exists sag.query_chunks(@extschema:vector@.vector, text[], bigint[], integer, integer, float8, bigint[], integer);
+drop function if exists sag.rank_chunks(@extschema:vector@.vector, text[], bigint[], float8[], integer[], bigint[], integer, integer, integer,
                                         float8, bigint[], float8[], float8[], boolean[], bigint[], float8);
-drop function if exists sag.hybrid_chunks(vector, text[], bigint[], integer, integer);
-drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
+drop function if exists sag.hybrid_chunks(@extschema:vector@.vector, text[], bigint[], integer, integer);
+drop function if exists sag.rank_chunks(@extschema:vector@.vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
                                         integer, float8);
-drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
+drop function if exists sag.rank_chunks(@extschema:vector@.vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
                                         integer, float8, bigint[], float8[], float8[], boolean[], bigint[]);
-drop function if exists sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
+drop function if exists sag.rank_chunks(@extschema:vector@.vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
                                         integer, float8, bigint[], float8[], float8[], boolean[], bigint[], float8,
                                         float8);
 -- Gained the column document_id (the steps after the ranking group chunks by document without looking it up).
 do $$
 begin
     if exists (select 1 from pg_proc p
-                where p.oid = to_regprocedure('sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], '
+                where p.oid = to_regprocedure('sag.rank_chunks(@extschema:vector@.vector, text[], bigint[], float8[], integer[], bigint[], '
                                               'integer, integer, integer, float8, bigint[], float8[], float8[], '
                                               'boolean[], bigint[], float8, float8, float8)')
                   and not 'document_id' = any (p.proargnames)) then
-        drop function sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
+        drop function sag.rank_chunks(@extschema:vector@.vector, text[], bigint[], float8[], integer[], bigint[], integer, integer,
                                       integer, float8, bigint[], float8[], float8[], boolean[], bigint[], float8,
                                       float8, float8);
     end if;
@@ -40,7 +40,7 @@ $$;
 create or replace function sag_internal._bm25_query_terms(query_tokens text[])
 returns table (term text, qtf integer)
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select u.lexeme, cardinality(u.positions)
       from unnest(to_tsvector('simple'::regconfig, coalesce(array_to_string(query_tokens, ' '), ''))) as u
@@ -55,7 +55,7 @@ create or replace function sag_internal._bm25_score(
     avgdl float8, k1 float8, b float8, chunk_filter bigint[] default null)
 returns table (chunk_id bigint, score float8)
 language sql stable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select s.id,
            sum(qtfs[s.i] * idfs[s.i] * s.tf / (s.tf + k1 * (1 - b + b * s.token_count / avgdl)))
@@ -79,7 +79,7 @@ create or replace function sag.bm25_chunks(
     skip_common boolean default false)
 returns table (chunk_id bigint, score float8)
 language plpgsql stable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
@@ -206,13 +206,13 @@ comment on function sag.bm25_chunks(text[], bigint[], integer, float8, float8, b
     'relevance) bring no chunks in, unless no other term does; they still count in the scores.';
 
 create or replace function sag.dense_chunks(
-    query_embedding vector,
+    query_embedding @extschema:vector@.vector,
     source_ids bigint[] default null,
     top_k integer default 50,
     chunk_filter bigint[] default null)
 returns table (chunk_id bigint, similarity float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
@@ -229,13 +229,13 @@ begin
      order by n.distance, n.chunk_id;
 end;
 $$;
-comment on function sag.dense_chunks(vector, bigint[], integer, bigint[]) is
+comment on function sag.dense_chunks(@extschema:vector@.vector, bigint[], integer, bigint[]) is
     'Dense retrieval (baseline): the top_k chunks nearest to the query embedding by the HNSW index on '
     'chunks.embedding, similarity = greatest(0, 1 - cosine distance).  source_ids NULL = all sources; '
     'chunk_filter (NULL = none): exact search over those chunks only.';
 
 create or replace function sag.hybrid_chunks(
-    query_embedding vector,
+    query_embedding @extschema:vector@.vector,
     query_tokens text[],
     source_ids bigint[] default null,
     top_k integer default 50,
@@ -243,7 +243,7 @@ create or replace function sag.hybrid_chunks(
     chunk_filter bigint[] default null)
 returns table (chunk_id bigint, score float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 begin
@@ -267,14 +267,14 @@ begin
      limit top_k;
 end;
 $$;
-comment on function sag.hybrid_chunks(vector, text[], bigint[], integer, integer, bigint[]) is
+comment on function sag.hybrid_chunks(@extschema:vector@.vector, text[], bigint[], integer, integer, bigint[]) is
     'Hybrid retrieval (baseline): reciprocal rank fusion of sag.dense_chunks and sag.bm25_chunks (top_k each): '
     'score = sum over the two lists of 1 / (rrf_k + rank), rank from 1; the top_k fused chunks.  chunk_filter '
     '(NULL = none) is passed to both.';
 
 -- The query's own chunks (sag-algorithm §2.4 step 2, "Query找Content": vector + BM25), each with s(c, Q).
 create or replace function sag.query_chunks(
-    query_embedding vector,
+    query_embedding @extschema:vector@.vector,
     query_tokens text[],
     source_ids bigint[] default null,
     vector_limit integer default 50,
@@ -286,11 +286,11 @@ create or replace function sag.query_chunks(
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, via_vector boolean,
                via_text boolean)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
-    qh halfvec := query_embedding::halfvec;  -- the columns' type, cast once (not per row)
+    qh @extschema:vector@.halfvec := query_embedding::@extschema:vector@.halfvec;  -- the columns' type, cast once (not per row)
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.query_chunks: query_embedding must not be NULL';
@@ -339,7 +339,7 @@ begin
                -- dense_chunks computed the cosine already; the BM25-only chunks get it exactly here.  Then
                -- above the floor: greatest(0, (cosine - floor) / (1 - floor)).
                greatest(0, (coalesce(mg.similarity,
-                                     (select greatest(0, 1 - coalesce(nullif(ch.embedding <=> qh, 'NaN'), 1))
+                                     (select greatest(0, 1 - coalesce(nullif(ch.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1))
                                         from sag.chunks ch where ch.id = mg.chunk_id)) - similarity_floor)
                            / (1 - similarity_floor)) as similarity,
                coalesce(mg.bm25 / nullif(max(mg.bm25) over (), 0), 0) as text_score,
@@ -352,7 +352,7 @@ begin
      order by 4 desc, 1;
 end;
 $$;
-comment on function sag.query_chunks(vector, text[], bigint[], integer, integer, float8, bigint[], integer, float8) is
+comment on function sag.query_chunks(@extschema:vector@.vector, text[], bigint[], integer, integer, float8, bigint[], integer, float8) is
     'The query''s own chunks (sag-algorithm §2.4 step 2): sag.dense_chunks (vector_limit) + sag.bm25_chunks '
     '(text_limit), each with similarity = cosine with the query above similarity_floor (greatest(0, (cosine - '
     'floor) / (1 - floor)), sag.similarity_floors; 0 = the plain cosine), text_score = bm25 / the largest bm25 of the list '
@@ -363,7 +363,7 @@ comment on function sag.query_chunks(vector, text[], bigint[], integer, integer,
     'terms in half the chunks or more bring no chunks in either (sag.bm25_chunks'' skip_common).';
 
 create or replace function sag.rank_chunks(
-    query_embedding vector,
+    query_embedding @extschema:vector@.vector,
     query_tokens text[],
     key_ids bigint[],
     key_weights float8[],
@@ -384,11 +384,11 @@ create or replace function sag.rank_chunks(
 returns table (chunk_id bigint, similarity float8, text_score float8, s float8, key_score float8,
                weight_init float8, via_keys boolean, via_vector boolean, via_text boolean, document_id bigint)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
-    qh halfvec := query_embedding::halfvec;  -- the columns' type, cast once (not per row)
+    qh @extschema:vector@.halfvec := query_embedding::@extschema:vector@.halfvec;  -- the columns' type, cast once (not per row)
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.rank_chunks: query_embedding must not be NULL';
@@ -488,7 +488,7 @@ begin
         select mg.chunk_id,
                -- The query's chunks come with their similarity; the key chunks get it exactly here.
                coalesce(mg.similarity,
-                        greatest(0, (1 - coalesce(nullif(ch.embedding <=> qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))) as similarity,
+                        greatest(0, (1 - coalesce(nullif(ch.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))) as similarity,
                coalesce(mg.text_score, 0) as text_score,
                coalesce(mg.key_score, 0) as key_score,
                mg.via_keys, mg.via_vector, mg.via_text, ch.document_id
@@ -513,7 +513,7 @@ begin
      order by 6 desc, 1;
 end;
 $$;
-comment on function sag.rank_chunks(vector, text[], bigint[], float8[], integer[], bigint[], integer, integer, integer,
+comment on function sag.rank_chunks(@extschema:vector@.vector, text[], bigint[], float8[], integer[], bigint[], integer, integer, integer,
                                     float8, bigint[], float8[], float8[], boolean[], bigint[], float8, float8,
                                     float8) is
     'Stage 3 (sag-algorithm §2.4): initial chunk weights.  Candidates = chunks of key-final (chunk_keys; at most '
@@ -536,7 +536,7 @@ create or replace function sag.question_coverage(query_tokens text[], chunk_ids 
                                                  source_ids bigint[] default null)
 returns float8
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     n float8;

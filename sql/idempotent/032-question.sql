@@ -160,7 +160,7 @@ $$;
 create or replace function sag_internal._word_terms(word text, source_ids bigint[] default null)
 returns text[]
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     parts text;  -- the letter and digit runs, space-separated
@@ -331,7 +331,7 @@ comment on function sag.named_keys(text, bigint[], integer, integer) is
 create or replace function sag.expand_question(query text, source_ids bigint[] default null)
 returns text
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan  -- planned once a session (0.5 ms, as a language sql body at every call)
 as $$
 declare

@@ -10,7 +10,7 @@
 -- step 5 keeps PageRank out of SQL); without PageRank it ranks by weight_init exactly as sag.search does,
 -- so the two give the same chunks with the same scores.
 
-drop function if exists sag.search_by_vector(vector, text, integer, text, integer);
+drop function if exists sag.search_by_vector(@extschema:vector@.vector, text, integer, text, integer);
 drop function if exists sag.keys_named(text[], bigint[], integer);
 drop function if exists sag_internal._query_tokens(text);
 -- The candidates travel as arrays between the steps below (jsonb built and taken apart again cost ~1 ms a
@@ -19,7 +19,7 @@ drop function if exists sag_internal._direct_matches(jsonb, float8);
 drop function if exists sag_internal._named_matches(jsonb, bigint[]);
 drop function if exists sag_internal._bridge_match(jsonb, bigint, bigint[], float8[], bigint[]);
 drop function if exists sag_internal._second_bridge(jsonb, bigint, bigint[], float8[], bigint[], bigint);
-drop function if exists sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
+drop function if exists sag.retrieve(text, @extschema:vector@.vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
                                     float8, integer, float8, integer, integer, integer, integer, integer, integer,
                                     integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean);
 -- Returned jsonb before: json is written out as built, jsonb is built again (keys sorted, numbers made numeric)
@@ -27,11 +27,11 @@ drop function if exists sag.retrieve(text, vector, bigint[], text[], bigint[], f
 do $$
 begin
     if (select prorettype = 'jsonb'::regtype from pg_proc
-         where oid = to_regprocedure('sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], '
+         where oid = to_regprocedure('sag.retrieve(text, @extschema:vector@.vector, bigint[], text[], bigint[], float8[], bigint[], '
                                      'bigint[], integer, float8, integer, float8, integer, integer, integer, integer, '
                                      'integer, integer, integer, integer, float8, integer, boolean, float8, boolean, '
                                      'boolean, boolean, boolean)')) then
-        drop function sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
+        drop function sag.retrieve(text, @extschema:vector@.vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
                                    float8, integer, float8, integer, integer, integer, integer, integer, integer,
                                    integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean,
                                    boolean);
@@ -79,7 +79,7 @@ create index if not exists documents_titled_key_idx on sag.documents (source_id,
 create or replace function sag_internal._pages_about(key_ids bigint[])
 returns table (key_id bigint, document_id bigint)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 -- A probe of the index a key, never a scan that folds every title.
 set enable_seqscan = off
 as $$
@@ -97,7 +97,7 @@ create or replace function sag_internal._named_matches(chunk_ids bigint[], docum
                                                        weights float8[], key_ids bigint[])
 returns bigint[]
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select coalesce(array_agg(b.chunk_id order by b.w desc, b.chunk_id), '{}')
       from (select distinct h.chunk_id, h.w
@@ -124,7 +124,7 @@ create or replace function sag_internal._bridge_match(chunk_ids bigint[], docume
                                                       named bigint[])
 returns bigint
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     -- From the anchor's few keys to their chunks (by key), not from every candidate's keys to the anchor's.
     with followed as materialized (
@@ -159,7 +159,7 @@ create or replace function sag_internal._second_bridge(chunk_ids bigint[], docum
                                                        key_weights float8[], named bigint[], first_bridge bigint)
 returns bigint
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select h.chunk_id
       from unnest(chunk_ids, document_ids, weights) as h(chunk_id, document_id, w)
@@ -177,7 +177,7 @@ $$;
 
 create or replace function sag.retrieve(
     query text,
-    query_embedding vector,
+    query_embedding @extschema:vector@.vector,
     source_ids bigint[] default null,
     query_tokens text[] default null,
     seed_key_ids bigint[] default null,
@@ -206,7 +206,7 @@ create or replace function sag.retrieve(
     soft_hubs boolean default true)
 returns json
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
@@ -417,7 +417,7 @@ begin
         'timings_ms', timings || jsonb_build_object('sql_total', sag_internal._ms_since(t0)));
 end;
 $$;
-comment on function sag.retrieve(text, vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
+comment on function sag.retrieve(text, @extschema:vector@.vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
                                  float8, integer, float8, integer, integer, integer, integer, integer, integer,
                                  integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean,
                                  boolean) is

@@ -21,13 +21,13 @@
 
 -- Mean cosine over the pairs of a deterministic sample (by hashint8 of the id, so a calibration of the same
 -- data is the same) of at most 60 of one source's embeddings: up to 1,770 pairs.
-create or replace function sag_internal._chance_cosine(embeddings halfvec[])
+create or replace function sag_internal._chance_cosine(embeddings @extschema:vector@.halfvec[])
 returns float8
 language sql immutable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select avg(c.cos)
-      from (select 1 - (a.e <=> b.e) as cos
+      from (select 1 - (a.e operator(@extschema:vector@.<=>) b.e) as cos
               from unnest(embeddings) with ordinality as a(e, n)
               join unnest(embeddings) with ordinality as b(e, n) on b.n > a.n) c
      where c.cos <> 'NaN'::float8
@@ -36,12 +36,12 @@ $$;
 -- The calibration's sample of one source's chunks: the floors' deterministic 60 (by hashint8 of the id), each
 -- with its stored embedding (e) and the hash embedder's of the very text that was embedded (h: the words).
 create or replace function sag_internal._calibration_sample(source_id bigint)
-returns table (id bigint, e vector, h vector)
+returns table (id bigint, e @extschema:vector@.vector, h @extschema:vector@.vector)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
-    select c.id, c.embedding::vector,
-           sag.embed_hash(c.title || E'\n' || c.content, vector_dims(c.embedding::vector))
+    select c.id, c.embedding::@extschema:vector@.vector,
+           sag.embed_hash(c.title || E'\n' || c.content, @extschema:vector@.vector_dims(c.embedding::@extschema:vector@.vector))
       from sag.chunks c
      where c.source_id = _calibration_sample.source_id and c.embedding is not null
      order by hashint8(c.id) limit 60
@@ -52,11 +52,11 @@ $$;
 create or replace function sag_internal._lexical_redundancy(source_id bigint)
 returns float8
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with sample as (select * from sag_internal._calibration_sample(_lexical_redundancy.source_id)),
     numbered as (select s.e, s.h, row_number() over () as n from sample s),
-    pairs as (select 1 - (a.e <=> b.e) as model, 1 - (a.h <=> b.h) as words
+    pairs as (select 1 - (a.e operator(@extschema:vector@.<=>) b.e) as model, 1 - (a.h operator(@extschema:vector@.<=>) b.h) as words
                 from numbered a join numbered b on b.n > a.n)
     select case when count(*) >= 3 then greatest(0, least(1, corr(p.model, p.words))) end
       from pairs p
@@ -75,23 +75,23 @@ $$;
 create or replace function sag_internal._embedder_reliability(source_id bigint)
 returns float8
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with sample as (select * from sag_internal._calibration_sample(_embedder_reliability.source_id)),
     picked as (
         -- One event per chunk, chosen before hashing: DISTINCT ON computes its select list for every row.
-        select distinct on (ev.chunk_id) ev.chunk_id, ev.embedding::vector as e, ev.title, ev.content
+        select distinct on (ev.chunk_id) ev.chunk_id, ev.embedding::@extschema:vector@.vector as e, ev.title, ev.content
           from sag.events ev
           join sample s on s.id = ev.chunk_id
          where ev.embedding is not null
          order by ev.chunk_id, hashint8(ev.id)),
     asked as materialized (  -- hashed once, not once per pair of the cross join below
-        select p.chunk_id, p.e, sag.embed_hash(p.title || E'\n' || p.content, vector_dims(p.e)) as h
+        select p.chunk_id, p.e, sag.embed_hash(p.title || E'\n' || p.content, @extschema:vector@.vector_dims(p.e)) as h
           from picked p),
     ranks as (
         select a.chunk_id, s.id,
-               rank() over (partition by a.chunk_id order by a.e <=> s.e) as model,
-               rank() over (partition by a.chunk_id order by a.h <=> s.h) as words
+               rank() over (partition by a.chunk_id order by a.e operator(@extschema:vector@.<=>) s.e) as model,
+               rank() over (partition by a.chunk_id order by a.h operator(@extschema:vector@.<=>) s.h) as words
           from asked a cross join sample s)
     select case when count(*) >= 3 then least(1, avg(1.0 / r.model) / nullif(avg(1.0 / r.words), 0))::float8 end
       from ranks r
@@ -101,7 +101,7 @@ $$;
 create or replace function sag.calibrate_similarity()
 returns jsonb
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     result jsonb;
@@ -141,7 +141,7 @@ drop function if exists sag.similarity_floors(bigint[]);  -- gained the columns 
 create or replace function sag.similarity_floors(source_ids bigint[] default null)
 returns table (chunk float8, event float8, key float8, lexical float8, reliability float8, redundancy float8)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select greatest(0, least(0.99, coalesce(avg((f.value ->> 'chunk')::float8), 0))),
            greatest(0, least(0.99, coalesce(avg((f.value ->> 'event')::float8), 0))),

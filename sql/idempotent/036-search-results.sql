@@ -25,7 +25,7 @@ create or replace function sag.spread_documents(chunk_ids bigint[], scores float
                                                 pinned_within integer default 3, document_ids bigint[] default null)
 returns table (chunk_id bigint, score float8)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with spread as (
         select x.chunk_id, x.document_id, x.score, row_number() over (order by x.score desc, x.n) as place
@@ -77,7 +77,7 @@ create or replace function sag.cover_question(chunk_ids bigint[], scores float8[
 returns table (chunk_id bigint, score float8)
 language plpgsql stable
 rows 10  -- as many as it is given, a top list: the planner's default of 1,000 made _search_hits scan chunks
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 -- Planned once a session: as language sql this statement was planned at every call (0.3 ms).
 set plan_cache_mode = force_generic_plan
 as $$
@@ -165,7 +165,7 @@ create or replace function sag_internal._search_hits(
     query_terms text[], source_ids bigint[], cover boolean)
 returns table (hits json, keys json)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
@@ -218,10 +218,10 @@ $$;
 -- The question's vector for a psql entry point (sag.search, sag.local_context): the given one, else
 -- sag.embed_hash of the question, which only a database bound to the hash embedder accepts (22023 otherwise,
 -- naming the caller, with `hint`).
-create or replace function sag_internal._psql_query_embedding(query text, query_embedding vector, caller text, hint text)
-returns vector
+create or replace function sag_internal._psql_query_embedding(query text, query_embedding @extschema:vector@.vector, caller text, hint text)
+returns @extschema:vector@.vector
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     bound jsonb;
@@ -244,10 +244,10 @@ create or replace function sag.search(
     query text,
     top_n integer default 10,
     source text default 'default',
-    query_embedding vector default null)
+    query_embedding @extschema:vector@.vector default null)
 returns table (document text, chunk_id bigint, title text, content text, score float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     sids bigint[];
@@ -300,7 +300,7 @@ begin
      order by x.n;
 end;
 $$;
-comment on function sag.search(text, integer, text, vector) is
+comment on function sag.search(text, integer, text, @extschema:vector@.vector) is
     'SAG search from psql: sag.retrieve, then the top_n chunks by weight_init spread over documents '
     '(sag.spread_documents: the n-th chunk of a document counts 1/n; score = that; the question''s direct matches '
     'kept among the first three places), in the order of sag.cover_question (what each chunk adds to the places '

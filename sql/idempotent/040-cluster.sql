@@ -20,7 +20,7 @@
 create or replace function sag_internal._cluster_links(event_ids bigint[], key_types text[])
 returns table (event_id bigint, key_id bigint)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select ek.event_id, ek.key_id
       from sag.event_keys ek
@@ -33,7 +33,7 @@ $$;
 create or replace function sag_internal._cluster_idf(n float8, df float8, use_idf boolean)
 returns float8
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$ select case when use_idf then ln(n / df) else 1.0::float8 end $$;
 
 create or replace function sag.cluster_key_idf(
@@ -42,7 +42,7 @@ create or replace function sag.cluster_key_idf(
     use_idf boolean default true)
 returns table (key_id bigint, idf float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     n float8;
@@ -74,7 +74,7 @@ create or replace function sag.cluster_key_pairs(
     max_key_events integer default 500)
 returns table (event_a bigint, event_b bigint, w_key float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     n float8;
@@ -126,7 +126,7 @@ create or replace function sag.cluster_key_cap(
     use_idf boolean default true)
 returns integer
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     n bigint;
@@ -172,7 +172,7 @@ create or replace function sag.cluster_semantic_pairs(
     exact_max integer default 1000)
 returns table (event_a bigint, event_b bigint, similarity float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 set enable_sort = on
 set hnsw.ef_search = 40
 set hnsw.iterative_scan = relaxed_order
@@ -207,7 +207,7 @@ begin
             select e.id, e.embedding from sag.events e where e.id = any (event_ids) and e.embedding is not null
         ),
         d as materialized (
-            select a.id as a, b.id as b, a.embedding <=> b.embedding as dist
+            select a.id as a, b.id as b, a.embedding operator(@extschema:vector@.<=>) b.embedding as dist
               from chosen a join chosen b on b.id > a.id
         ),
         both_ends as (
@@ -238,10 +238,10 @@ begin
         select least(a.id, nb.id), greatest(a.id, nb.id), max(1 - nb.dist)
           from sag.events a
           cross join lateral (
-              select b.id, b.embedding <=> a.embedding as dist
+              select b.id, b.embedding operator(@extschema:vector@.<=>) a.embedding as dist
                 from sag.events b
                where b.embedding is not null and b.source_id = any (sids) and b.id <> a.id
-               order by b.embedding <=> a.embedding
+               order by b.embedding operator(@extschema:vector@.<=>) a.embedding
                limit k) nb
          where a.id = any (event_ids) and a.embedding is not null
            and nb.dist <> 'NaN'::float8 and 1 - nb.dist > 0
@@ -251,10 +251,10 @@ begin
         select least(a.id, nb.id), greatest(a.id, nb.id), max(1 - nb.dist)
           from sag.events a
           cross join lateral (
-              select b.id, b.embedding <=> a.embedding as dist
+              select b.id, b.embedding operator(@extschema:vector@.<=>) a.embedding as dist
                 from sag.events b
                where b.embedding is not null and b.id = any (event_ids) and b.id <> a.id
-               order by b.embedding <=> a.embedding
+               order by b.embedding operator(@extschema:vector@.<=>) a.embedding
                limit k) nb
          where a.id = any (event_ids) and a.embedding is not null
            and nb.dist <> 'NaN'::float8 and 1 - nb.dist > 0

@@ -13,7 +13,7 @@
 create or replace function sag.dataflow_type_weights(source_ids bigint[] default null)
 returns jsonb
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select '{"time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5, "action": 1.2, "tag": 1.0}'::jsonb
         || coalesce((select jsonb_object_agg(t.type, t.weight)
@@ -46,7 +46,7 @@ drop function if exists sag_internal._dataflow_entity_type(bigint, text, text);
 create or replace function sag_internal._dataflow_entity(source_id bigint, normalized text, key_type text)
 returns table (type text, events bigint)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select coalesce((array_agg(k.type order by k.event_count desc, k.id) filter (where k.type <> 'topic'))[1],
                     key_type),
@@ -94,7 +94,7 @@ create or replace function sag.dataflow_pair_relevance(
     similarity_floor float8 default 0)
 returns table (left_id bigint, right_id bigint, relevance float8, match_ratio float8, dimensions jsonb)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with typed as (
         -- A name is one entity whatever type a key of it was given (sag_internal._dataflow_entity).
@@ -124,7 +124,7 @@ as $$
                bool_or(a.normalized = b.normalized) as shared,
                max(case when a.normalized = b.normalized then 1.0::float8
                         when a.embedding is null or b.embedding is null then 0.0::float8
-                        else coalesce(nullif(greatest(0, (1 - (a.embedding <=> b.embedding) - similarity_floor)
+                        else coalesce(nullif(greatest(0, (1 - (a.embedding operator(@extschema:vector@.<=>) b.embedding) - similarity_floor)
                                                          / (1 - similarity_floor)), 'NaN'::float8), 0)
                    end) as sim
           from dims d
@@ -168,7 +168,7 @@ create or replace function sag.dataflow_relevance(
     left_keys bigint[], right_keys bigint[], type_weights jsonb default null, vector_share float8 default 0.4)
 returns float8
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select r.relevance
       from sag.dataflow_pair_relevance(

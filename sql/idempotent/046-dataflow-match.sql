@@ -11,12 +11,12 @@
 --           (sag.match_keys; 0 = none), the similarity taken above the keys' chance level (sag.similarity_floors,
 --           as sag.retrieve does: under E5 every key is at cosine 0.85 or more of any question).
 create or replace function sag.dataflow_query_entities(
-    query text, query_embedding vector default null, source_ids bigint[] default null,
+    query text, query_embedding @extschema:vector@.vector default null, source_ids bigint[] default null,
     entity_names text[] default null, entity_types text[] default null, use_terms boolean default true,
     key_match_top_k integer default 5, key_min_similarity float8 default 0.6, query_tokens text[] default null)
 returns table (key_id bigint, type text, name text, origin text)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with found as (
         select k.id, 1 as priority, 'caller' as origin
@@ -42,7 +42,7 @@ as $$
       from found f join sag.keys k on k.id = f.id
      order by f.id, f.priority
 $$;
-comment on function sag.dataflow_query_entities(text, vector, bigint[], text[], text[], boolean, integer, float8,
+comment on function sag.dataflow_query_entities(text, @extschema:vector@.vector, bigint[], text[], text[], boolean, integer, float8,
                                                 text[]) is
     'The keys a question activates in DataFlow (seed §1.3 step 1): caller-given names (entity_names, optional '
     'entity_types), the keys it names (sag.named_keys), keys equal to one of its terms (query_tokens, NULL = '
@@ -67,7 +67,7 @@ create or replace function sag.dataflow_match(
     similarity_floor float8 default 0)
 returns table (event_id bigint, match_ratio float8, relevance float8, score float8, dimensions jsonb)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 #variable_conflict use_column
 declare

@@ -29,7 +29,7 @@ create or replace function sag.dataflow_propagate(
 returns table (event_id bigint, hop integer, activation float8, parent_id bigint, relevance float8,
                match_ratio float8, score float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 #variable_conflict use_column
 declare

@@ -23,7 +23,7 @@ comment on function sag.dataflow_time_decay(timestamptz, timestamptz, float8) is
 create or replace function sag.dataflow_preference(event_id bigint, focus text[])
 returns float8
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select least(1.0, 0.5
                + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.id = ek.key_id

@@ -14,7 +14,7 @@ create or replace function sag.dataflow_chunks(event_ids bigint[], event_scores 
 returns table (chunk_id bigint, document_id bigint, ordinal integer, start_line integer, end_line integer,
                score float8, completed boolean, reading_order integer)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with by_event as (
         select e.chunk_id as id, max(u.score) as score
@@ -82,17 +82,17 @@ comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bi
 -- sag.similarity_floors), structured and vector lists,
 -- initial (RRF), hops (the activation trail), events (each factor of each score, best first), chunks (reading
 -- order, completed flagged), timings_ms.
-drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
+drop function if exists sag.dataflow_search(text, @extschema:vector@.vector, bigint[], text[], text[], integer, integer, integer, float8,
                                             float8, text[], float8[], float8, float8, integer, integer, integer,
                                             integer, integer, integer, boolean, integer, float8, float8, float8,
                                             float8, timestamptz, float8, text, boolean);
-drop function if exists sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
+drop function if exists sag.dataflow_search(text, @extschema:vector@.vector, bigint[], text[], text[], integer, integer, integer, float8,
                                             float8, text[], float8[], float8, float8, integer, integer, integer,
                                             integer, integer, integer, boolean, integer, float8, float8, float8,
                                             float8, timestamptz, float8, text, boolean, boolean);  -- + lexical_discount
 create or replace function sag.dataflow_search(
     query text,
-    query_embedding vector,
+    query_embedding @extschema:vector@.vector,
     source_ids bigint[] default null,
     entity_names text[] default null,
     entity_types text[] default null,
@@ -125,7 +125,7 @@ create or replace function sag.dataflow_search(
     lexical_discount boolean default true)
 returns jsonb
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -290,7 +290,7 @@ begin
           from jsonb_array_elements(reached) x),
     factors as (
         select r.event_id, r.hop, e.chunk_id, r.activation as relevance,
-               coalesce(nullif(greatest(0, (1 - (e.embedding <=> query_embedding) - floors.event)
+               coalesce(nullif(greatest(0, (1 - (e.embedding operator(@extschema:vector@.<=>) query_embedding) - floors.event)
                                            / (1 - floors.event)), 'NaN'::float8), 0) as similarity,
                sag.dataflow_time_decay(case when time_basis = 'event' then coalesce(e.event_time, e.created_at)
                                             else e.created_at end, now_at, decay_per_day) as time_decay,
@@ -324,7 +324,7 @@ begin
         'timings_ms', timings || jsonb_build_object('sql_total', sag_internal._ms_since(t0)));
 end;
 $$;
-comment on function sag.dataflow_search(text, vector, bigint[], text[], text[], integer, integer, integer, float8,
+comment on function sag.dataflow_search(text, @extschema:vector@.vector, bigint[], text[], text[], integer, integer, integer, float8,
                                         float8, text[], float8[], float8, float8, integer, integer, integer, integer,
                                         integer, integer, boolean, integer, float8, float8, float8, float8,
                                         timestamptz, float8, text, boolean, boolean, boolean) is

@@ -3,7 +3,7 @@
 create or replace function sag_internal._cooccurrence_weight(evidence integer)
 returns real
 language sql immutable parallel safe strict
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return (evidence::float8 / (evidence + 1))::real;
 comment on function sag_internal._cooccurrence_weight(integer) is
     'Weight of a co-occurrence relation seen in n events: n / (n + 1) (1 -> 0.5, 2 -> 0.667, 3 -> 0.75), in [0, 1).';
@@ -17,7 +17,7 @@ comment on function sag_internal._cooccurrence_weight(integer) is
 create or replace function sag_internal._cooccur_links(event_ids bigint[], key_ids bigint[])
 returns integer
 language sql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with fresh as (
         select distinct f.event_id, f.key_id from unnest(event_ids, key_ids) f(event_id, key_id)
@@ -64,7 +64,7 @@ comment on function sag_internal._cooccur_links(bigint[], bigint[]) is
 create or replace function sag.rebuild_cooccurrence(source_ids bigint[] default null)
 returns integer
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     n integer;
@@ -84,15 +84,15 @@ comment on function sag.rebuild_cooccurrence(bigint[]) is
 create or replace function sag_internal._relation_type(relation_type text)
 returns text
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return nullif(trim(both '_' from regexp_replace(lower(coalesce(relation_type, '')), '[^[:alnum:]]+', '_', 'g')), '');
 
 create or replace function sag.add_entity(
     p_source_id bigint, entity_type text, name text, description text default null,
-    normalized text default null, embedding vector default null)
+    normalized text default null, embedding @extschema:vector@.vector default null)
 returns bigint
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     norm text := coalesce(nullif(normalized, ''), lower(regexp_replace(normalize(coalesce(name, ''), NFKC), '\s+', '', 'g')));
@@ -111,7 +111,7 @@ begin
     return id;
 end;
 $$;
-comment on function sag.add_entity(bigint, text, text, text, text, vector) is
+comment on function sag.add_entity(bigint, text, text, text, text, @extschema:vector@.vector) is
     'Adds (or updates the description of) an entity: a key of the source, the same identity as ingestion''s '
     '(type, normalized name; pass the normalized form sag_pg computes, else NFKC lower case without spaces). '
     'The key is pinned: it stays when its last event goes. Returns the key id.';
@@ -120,7 +120,7 @@ create or replace function sag.get_entity(key_id bigint)
 returns table (id bigint, source_id bigint, type text, name text, description text, event_count integer,
                pinned boolean, tags text[])
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select k.id, k.source_id, k.type, k.name, k.description, k.event_count, k.pinned,
            array(select t.name from sag.key_tags kt join sag.tags t on t.id = kt.tag_id
@@ -132,7 +132,7 @@ comment on function sag.get_entity(bigint) is 'An entity (key) with its descript
 create or replace function sag.remove_entity(key_id bigint)
 returns boolean
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     update sag.keys k set pinned = false where k.id = key_id;
@@ -148,7 +148,7 @@ create or replace function sag.add_relation(
     origin text default 'call', event_id bigint default null)
 returns bigint
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -198,7 +198,7 @@ comment on function sag.add_relation(bigint, text, bigint, float8, text, bigint)
 create or replace function sag.remove_relation(head_key_id bigint, tail_key_id bigint, relation_type text default null)
 returns integer
 language sql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with gone as (
         delete from sag.relations r
@@ -214,7 +214,7 @@ create or replace function sag.relations_of(key_id bigint, lim integer default 1
 returns table (id bigint, head_key_id bigint, head text, relation_type text, tail_key_id bigint, tail text,
                weight real, origin text, evidence_count integer, event_id bigint)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select r.id, r.head_key_id, h.name, r.relation_type, r.tail_key_id, t.name, r.weight, r.origin,
            r.evidence_count, r.event_id
@@ -229,7 +229,7 @@ comment on function sag.relations_of(bigint, integer) is
 create or replace function sag.relation_counts(source_ids bigint[] default null)
 returns table (origin text, relation_type text, relations bigint, evidence bigint)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select r.origin, r.relation_type, count(*), sum(r.evidence_count)::bigint
       from sag.relations r where source_ids is null or r.source_id = any(source_ids)
@@ -240,7 +240,7 @@ comment on function sag.relation_counts(bigint[]) is 'Relations and their eviden
 create or replace function sag.entity_id(p_source_id bigint, normalized text, entity_type text default null)
 returns bigint
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select k.id from sag.keys k
      where k.source_id = p_source_id and k.normalized = entity_id.normalized
@@ -255,7 +255,7 @@ comment on function sag.entity_id(bigint, text, text) is
 create or replace function sag.relation_candidates(p_source_id bigint, uris text[] default null, lim integer default 100)
 returns table (event_id bigint, uri text, content text, key_ids bigint[], key_names text[])
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select e.id, d.uri, e.content, array_agg(k.id order by k.id), array_agg(k.name order by k.id)
       from sag.documents d
@@ -274,34 +274,3 @@ comment on function sag.relation_candidates(bigint, text[], integer) is
     'Events (with two keys or more) of the given documents that no LLM relation cites yet: what relation '
     'extraction reads.';
 
--- The trigger functions of schema revision 6 (sql/incremental/006-kg-graph.sql), re-created here because they
--- call functions that now live in sag_internal (revision 0012 moved them, their triggers bound by oid).
-create or replace function sag_internal._relation_evidence_gone() returns trigger
-language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
-as $$
-begin
-    with gone as (select o.relation_id, count(*)::int as n from gone_evidence o group by o.relation_id)
-    update sag.relations r
-       set evidence_count = r.evidence_count - g.n,
-           weight = case when r.origin = 'cooccurrence'
-                         then sag_internal._cooccurrence_weight(greatest(r.evidence_count - g.n, 0)) else r.weight end
-      from gone g
-     where r.id = g.relation_id and r.origin in ('cooccurrence', 'llm');
-    delete from sag.relations r
-     where r.id in (select o.relation_id from gone_evidence o)
-       and r.origin in ('cooccurrence', 'llm') and r.evidence_count <= 0;
-    return null;
-end;
-$$;
-
-create or replace function sag_internal._links_added() returns trigger
-language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
-as $$
-begin
-    perform sag_internal._cooccur_links(array(select n.event_id from new_links n order by n.event_id, n.key_id),
-                                        array(select n.key_id from new_links n order by n.event_id, n.key_id));
-    return null;
-end;
-$$;

@@ -5,7 +5,7 @@
 create or replace function sag_internal._neighbours(key_id bigint, direction text, relation_types text[])
 returns table (neighbour bigint, weight real, relation_type text)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select r.tail_key_id, r.weight, r.relation_type from sag.relations r
      where r.head_key_id = _neighbours.key_id
@@ -30,7 +30,7 @@ create or replace function sag.get_related(
     lim integer default 100)
 returns table (id bigint, type text, name text, distance integer, path_weight float8, score float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     types text[] := (select array_agg(sag_internal._relation_type(t)) from unnest(relation_types) t);
@@ -82,7 +82,7 @@ comment on function sag.get_related(bigint, integer, text, text[], integer) is
 create or replace function sag.find_by_keywords(keywords text[], source_ids bigint[] default null, lim integer default 20)
 returns table (id bigint, source_id bigint, type text, name text, description text, event_count integer, matched integer)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with kw as (
         select distinct lower(normalize(w, NFKC)) as w from unnest(keywords) w where coalesce(w, '') <> ''
@@ -112,7 +112,7 @@ create or replace function sag.neighbourhood_edges(key_id bigint, depth integer 
 returns table (head_key_id bigint, head text, head_type text, relation_type text, tail_key_id bigint, tail text,
                tail_type text, weight real, origin text)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with nodes as (
         select neighbourhood_edges.key_id as id

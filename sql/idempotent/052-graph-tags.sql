@@ -4,13 +4,13 @@
 create or replace function sag_internal._tag_name(candidate text)
 returns text
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return nullif(trim(both '-' from regexp_replace(lower(normalize(coalesce(candidate, ''), NFKC)), '[^[:alnum:]]+', '-', 'g')), '');
 
 create or replace function sag.find_tags(p_source_id bigint, prefix text default '', lim integer default 50)
 returns setof text
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select t.name from sag.tags t
      where t.source_id = p_source_id
@@ -23,7 +23,7 @@ comment on function sag.find_tags(bigint, text, integer) is
 create or replace function sag.entity_count_by_tag(p_source_id bigint, tag text)
 returns bigint
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select count(*) from sag.key_tags kt join sag.tags t on t.id = kt.tag_id
      where t.source_id = p_source_id and t.name = sag_internal._tag_name(tag)
@@ -35,7 +35,7 @@ comment on function sag.entity_count_by_tag(bigint, text) is 'How many entities 
 create or replace function sag_internal._reuse_tag(p_source_id bigint, candidate text)
 returns text
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select t.name from sag.tags t
      where t.source_id = p_source_id
@@ -55,7 +55,7 @@ create or replace function sag.set_entity_tags(key_id bigint, tags text[], relev
                                                max_tags integer default 8)
 returns integer
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     src bigint := (select k.source_id from sag.keys k where k.id = set_entity_tags.key_id);

@@ -6,7 +6,7 @@
 create or replace function sag.text_bigrams(content text)
 returns text[]
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select coalesce(array_agg(distinct b.bigram), '{}')
       from regexp_matches(lower(normalize(coalesce(content, ''), NFKC)), '([[:alnum:]]+)', 'g') r(m)
@@ -22,7 +22,7 @@ comment on function sag.text_bigrams(text) is
 create or replace function sag.dice(a text[], b text[])
 returns float8
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select case when cardinality(a) + cardinality(b) = 0 then 0::float8
                 else 2.0 * (select count(*) from (select unnest(a) intersect select unnest(b)) i)
@@ -34,7 +34,7 @@ comment on function sag.dice(text[], text[]) is
 create or replace function sag.text_overlap(query text, content text)
 returns float8
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return sag.dice(sag.text_bigrams(query), sag.text_bigrams(content));
 comment on function sag.text_overlap(text, text) is
     'TextOverlap: the Dice coefficient of the two texts'' bigram sets (sag.text_bigrams), in [0, 1]. '
@@ -46,7 +46,7 @@ comment on function sag.text_overlap(text, text) is
 create or replace function sag_internal._overlap(query_bigrams text[], title text, summary text, chunks text[])
 returns float8
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select (3 * sag.dice(query_bigrams, sag.text_bigrams(title)) + 2 * sag.dice(query_bigrams, sag.text_bigrams(summary))
             + coalesce((select max(sag.dice(query_bigrams, sag.text_bigrams(c))) from unnest(chunks) c), 0)) / 6
@@ -55,7 +55,7 @@ $$;
 create or replace function sag.memory_overlap(query text, title text, summary text, body text)
 returns float8
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return sag_internal._overlap(sag.text_bigrams(query), title, summary, array[body]);
 comment on function sag.memory_overlap(text, text, text, text) is
     'TextOverlap of a memory item: (3 Dice(title) + 2 Dice(summary) + Dice(body)) / 6 against the query.';
@@ -64,7 +64,7 @@ create or replace function sag.temporal_weight(at timestamptz, now timestamptz d
                                                half_life interval default '30 days')
 returns float8
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return power(0.5, greatest(extract(epoch from now - at), 0) / extract(epoch from half_life));
 comment on function sag.temporal_weight(timestamptz, timestamptz, interval) is
     'TemporalWeight: 0.5 ^ (age / half_life), 1 for now and the future. Example: 60 days at a 30-day half-life = 0.25.';
@@ -72,7 +72,7 @@ comment on function sag.temporal_weight(timestamptz, timestamptz, interval) is
 create or replace function sag.reference_weight(recall_count bigint)
 returns float8
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return greatest(coalesce(recall_count, 0), 0)::float8 / (greatest(coalesce(recall_count, 0), 0) + 1);
 comment on function sag.reference_weight(bigint) is
     'ReferenceCount: n / (n + 1) for an item recalled n times (0 -> 0, 1 -> 0.5, 3 -> 0.75).';
@@ -82,7 +82,7 @@ create or replace function sag.memory_score(strategy text, overlap float8, graph
                                             reference float8, weights float8[] default '{0.5,0.2,0.1,0.2}')
 returns float8
 language plpgsql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     case strategy

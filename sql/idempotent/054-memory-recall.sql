@@ -3,7 +3,7 @@
 create or replace function sag.keyword_stopwords()
 returns text[]
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select sag_internal._embed_hash_stopwords() || array[
         'many', 'much', 'please', 'tell', 'know', 'find', 'show', 'give', 'get', 'us', 'let', 'ever', 'yet',
@@ -22,7 +22,7 @@ comment on function sag.keyword_stopwords() is
 create or replace function sag.extract_keywords(query text, source_ids bigint[] default null)
 returns text[]
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select coalesce(array_agg(t.term order by t.n), '{}')
       from (select distinct on (u.term) u.term, u.n
@@ -39,7 +39,7 @@ create or replace function sag.recall_entities(keywords text[], source_ids bigin
                                                depth integer default 2, seeds integer default 10)
 returns table (key_id bigint, score float8, distance integer)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with named as materialized (
         select s.id from sag.find_by_keywords(keywords, source_ids, seeds) s
@@ -63,7 +63,7 @@ create or replace function sag.recall(
 returns table (document_id bigint, uri text, title text, score float8, overlap float8, graph float8,
                temporal float8, reference float8, via_content boolean, via_graph boolean)
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     kw text[] := sag.extract_keywords(query, source_ids);

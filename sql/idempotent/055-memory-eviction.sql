@@ -11,7 +11,7 @@ drop function if exists sag.record_chunk_recall(bigint[], float8[]);
 create or replace function sag.record_recall(document_ids bigint[], scores float8[], searches integer[] default null)
 returns integer
 language sql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with per_search as (
         select coalesce(u.search, 0) as search, u.id, max(coalesce(u.score, 0)) as score
@@ -37,7 +37,7 @@ comment on function sag.record_recall(bigint[], float8[], integer[]) is
 create or replace function sag.record_chunk_recall(chunk_ids bigint[], scores float8[], searches integer[] default null)
 returns integer
 language sql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select sag.record_recall(array_agg(c.document_id), array_agg(u.score), array_agg(coalesce(u.search, 0)))
       from unnest(chunk_ids, scores, searches) u(id, score, search) join sag.chunks c on c.id = u.id
@@ -52,7 +52,7 @@ create or replace function sag.recall_value(recall_count bigint, total_score flo
                                             half_life interval default '30 days')
 returns float8
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return weights[1] * ln(1 + greatest(coalesce(recall_count, 0), 0))
      + weights[2] * case when coalesce(recall_count, 0) > 0 then total_score / recall_count else 0 end
      + weights[3] * sag.temporal_weight(last_at, now, half_life);
@@ -71,7 +71,7 @@ create or replace function sag.eviction_candidates(
     weights float8[] default '{0.3,0.5,0.2}', half_life interval default '30 days', at timestamptz default now())
 returns table (document_id bigint, source_id bigint, uri text, reason text, value float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     if (policy in ('none', 'ttl', 'capacity', 'recall_based', 'hybrid')) is not true then
@@ -138,7 +138,7 @@ create or replace function sag.evict(
     weights float8[] default '{0.3,0.5,0.2}', half_life interval default '30 days', dry_run boolean default true)
 returns table (document_id bigint, source_id bigint, uri text, reason text, value float8)
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     c record;
@@ -163,7 +163,7 @@ create or replace function sag.memory_stats(source_ids bigint[] default null, li
 returns table (document_id bigint, uri text, recall_count bigint, average_score float8, last_recall_at timestamptz,
                value float8)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select d.id, d.uri, rs.recall_count, rs.total_score / nullif(rs.recall_count, 0), rs.last_recall_at,
            sag.recall_value(rs.recall_count, rs.total_score, rs.last_recall_at)

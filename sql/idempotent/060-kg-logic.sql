@@ -13,7 +13,7 @@
 create or replace function sag.kg_meaningless_relation(relation text)
 returns boolean
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select exists (
         select 1 from unnest(array[
@@ -37,7 +37,7 @@ comment on function sag.kg_meaningless_relation(text) is
 create or replace function sag.kg_is_cvt(node_id text, node_name text)
 returns boolean
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select (starts_with(node_id, 'm.') or starts_with(node_id, 'g.'))
        and (coalesce(node_name, '') = '' or node_name = node_id
@@ -52,7 +52,7 @@ comment on function sag.kg_is_cvt(text, text) is
 create or replace function sag.kg_flatten_name(rel1 text, rel2 text)
 returns text
 language plpgsql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     a text[] := string_to_array(rel1, '.');
@@ -82,7 +82,7 @@ comment on function sag.kg_flatten_name(text, text) is
 create or replace function sag.kg_rank_texts(texts text[], query text, k1 float8 default 1.2, b float8 default 0.75)
 returns table (ordinal integer, text text, score float8)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with docs as (
         select t.ord::integer as ord, t.txt, v.tsv,
@@ -115,7 +115,7 @@ comment on function sag.kg_rank_texts(text[], text, float8, float8) is
 create or replace function sag_internal._kg_whitelisted(relations text[], whitelist text[])
 returns text[]
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select coalesce(nullif(array(select r from unnest(relations) with ordinality u(r, o)
                                   where r = any (whitelist) order by o), '{}'), relations)
@@ -127,7 +127,7 @@ create or replace function sag_internal._kg_triple(entity_id text, entity_name t
                                           node_id text, node_name text)
 returns jsonb
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select case when direction = 'out'
                 then jsonb_build_object('head', entity_name, 'head_id', entity_id, 'relation', relation,
@@ -144,7 +144,7 @@ create or replace function sag.kg_choose_relations(
     whitelist text[] default null)
 returns table (relation text, score float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     candidates text[] := sag_internal._kg_whitelisted(
@@ -173,7 +173,7 @@ comment on function sag.kg_choose_relations(text[], text, integer, text[], text[
 create or replace function sag_internal._kg_sample_order(seed integer, item text)
 returns text
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$ select md5(seed::text || ':' || item) $$;
 
 -- get_triples over rows a backend fetched (hop1: the entity's neighbours through each requested relation;
@@ -189,7 +189,7 @@ create or replace function sag.kg_assemble_triples(
     flatten_candidates integer default 50, flatten_top_k integer default 8)
 returns jsonb
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     rel text;
@@ -323,7 +323,7 @@ create or replace function sag_internal._kg_flat_triples(
     entity_id text, entity_name text, flatten_relation text, mapping jsonb, hop2 jsonb, lim integer, seed integer)
 returns jsonb
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select coalesce(jsonb_agg(t.triple order by t.id), '[]')
       from (select x.triple, x.id

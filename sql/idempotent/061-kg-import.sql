@@ -5,7 +5,7 @@
 create or replace function sag_internal._kg_key_type(kind "char")
 returns text
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select case kind when 'e' then 'entity' when 's' then 'literal' when 'f' then 'number' when 'b' then 'bool'
                      when 'd' then 'date' end
@@ -16,13 +16,13 @@ $$;
 create or replace function sag_internal._kg_normalized(value text)
 returns text
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$ select case when octet_length(value) <= 1000 then value else left(value, 400) || '#' || md5(value) end $$;
 
 create or replace function sag.kg_load_batch(batch_id bigint, target_source bigint, relation_weight real default 1)
 returns jsonb
 language plpgsql
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     triples bigint;

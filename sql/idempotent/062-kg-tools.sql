@@ -13,7 +13,7 @@
 create or replace function sag.kg_entity(entity text, source text default null)
 returns bigint
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     sids bigint[] := sag.source_ids(case when source is null then null else array[source] end);
@@ -47,7 +47,7 @@ comment on function sag.kg_entity(text, text) is
 create or replace function sag.kg_node_name(node bigint)
 returns text
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select coalesce(
         (select n.name from sag.kg_names n where n.key_id = node
@@ -63,7 +63,7 @@ comment on function sag.kg_node_name(bigint) is
 -- Raises P0002 naming the entity when no key stands for it; returns (key, source).
 create or replace function sag_internal._kg_require_entity(entity text, source text, out node bigint, out node_source bigint)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
     select k.id, k.source_id into node, node_source from sag.keys k where k.id = sag.kg_entity(entity, source);
@@ -77,7 +77,7 @@ $$;
 create or replace function sag_internal._kg_whitelist(source_id bigint)
 returns text[]
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select case when s.config ? 'kg_relation_whitelist'
                 then array(select jsonb_array_elements_text(s.config -> 'kg_relation_whitelist')) end
@@ -89,7 +89,7 @@ create or replace function sag.kg_relations(
     extra_relations text[] default null, whitelist text[] default null, max_relations integer default 100)
 returns table (relation text, score float8)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     e record;
@@ -126,7 +126,7 @@ create or replace function sag.kg_triples(
     whitelist text[] default null, flatten_choice text[] default null)
 returns jsonb
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     e record;

@@ -9,7 +9,7 @@
 create or replace function sag.estimate_tokens(content text)
 returns integer
 language sql immutable parallel safe strict
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return regexp_count(content, '[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]'
                              || '|[^\s\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]{1,4}');
 comment on function sag.estimate_tokens(text) is
@@ -20,13 +20,13 @@ comment on function sag.estimate_tokens(text) is
 create or replace function sag_internal._cell(value text)
 returns text
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return regexp_replace(coalesce(value, ''), '[\r\n|]+', ' ', 'g');
 
 create or replace function sag.pack_rows(rows text[], budget integer)
 returns integer
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     -- Each row costs its tokens plus one for its line break.
     select count(*)::integer
@@ -41,7 +41,7 @@ comment on function sag.pack_rows(text[], integer) is
 create or replace function sag_internal._table_text(name text, header text, rows text[])
 returns text
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select case when coalesce(cardinality(rows), 0) = 0 then ''
                 else '-----' || name || '-----' || E'\n' || header || E'\n' || array_to_string(rows, E'\n') end
@@ -51,5 +51,5 @@ $$;
 create or replace function sag_internal._table_overhead(name text, header text)
 returns integer
 language sql immutable parallel safe
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 return sag.estimate_tokens('-----' || name || '-----') + sag.estimate_tokens(header) + 2;

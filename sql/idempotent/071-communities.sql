@@ -4,7 +4,7 @@
 create or replace function sag.membership_hash(event_ids bigint[])
 returns text
 language sql immutable parallel safe strict
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$ select md5(coalesce((select string_agg(e::text, ',' order by e) from unnest(event_ids) e), '')) $$;
 comment on function sag.membership_hash(bigint[]) is
     'md5 of the sorted event ids of a community: equal for equal memberships, whatever their order.  A report '
@@ -13,7 +13,7 @@ comment on function sag.membership_hash(bigint[]) is
 create or replace function sag.hierarchy_run(source text default 'default')
 returns bigint
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     sid bigint;
@@ -33,7 +33,7 @@ comment on function sag.hierarchy_run(text) is
 create or replace function sag_internal._hierarchy_run_or_raise(source text, run_id bigint)
 returns bigint
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     found bigint := coalesce(run_id, sag.hierarchy_run(source));
@@ -50,7 +50,7 @@ $$;
 create or replace function sag.reuse_community_reports(run_id bigint)
 returns integer
 language sql volatile
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with missing as (
         select c.id, c.membership_hash from sag.clusters c
@@ -83,7 +83,7 @@ comment on function sag.reuse_community_reports(bigint) is
 create or replace function sag.community_digest(cluster_ids bigint[], max_events integer default 40)
 returns table (cluster_id bigint, event_id bigint, title text, content text, key_hits integer)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     -- Per community its max_events most characteristic events: those holding most of its top keys first.
     select x.cluster_id, x.event_id, x.title, x.content, x.key_hits
@@ -112,7 +112,7 @@ create or replace function sag.community_reports(
 returns table (id bigint, level integer, ordinal integer, parent_id bigint, size integer, kind text, title text,
                summary text, rating float8, findings jsonb, full_content text)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select c.id, c.level, c.ordinal, c.parent_id, c.size, r.kind, r.title, r.summary, r.rating, r.findings,
            r.full_content
@@ -130,7 +130,7 @@ comment on function sag.community_reports(text, integer, bigint) is
 create or replace function sag.community_report(cluster_id bigint)
 returns jsonb
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select jsonb_build_object(
                'id', c.id, 'run_id', c.run_id, 'level', c.level, 'ordinal', c.ordinal, 'parent_id', c.parent_id,
@@ -155,7 +155,7 @@ comment on function sag.community_report(bigint) is
 create or replace function sag.hierarchy_levels(run_id bigint)
 returns table (level integer, communities integer, events integer, reports integer, llm_reports integer)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     select c.level, count(*)::integer, sum(c.size)::integer, count(r.cluster_id)::integer,
            count(r.cluster_id) filter (where r.kind = 'llm')::integer
@@ -169,25 +169,25 @@ comment on function sag.hierarchy_levels(bigint) is
     'Per level of a hierarchy: communities, events, reports (and how many an LLM wrote).';
 
 create or replace function sag.nearest_reports(
-    query_embedding vector,
+    query_embedding @extschema:vector@.vector,
     source text default 'default',
     k integer default 5,
     level integer default null,
     run_id bigint default null)
 returns table (id bigint, level integer, title text, full_content text, rating float8, similarity float8)
 language sql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     -- Reports are few (one per community), so an exact scan; no index needed.
-    select c.id, c.level, r.title, r.full_content, r.rating, 1 - (r.embedding <=> query_embedding::halfvec)
+    select c.id, c.level, r.title, r.full_content, r.rating, 1 - (r.embedding operator(@extschema:vector@.<=>) query_embedding::@extschema:vector@.halfvec)
       from sag.clusters c
       join sag.community_reports r on r.cluster_id = c.id
      where c.run_id = sag_internal._hierarchy_run_or_raise(source, nearest_reports.run_id)
        and (nearest_reports.level is null or c.level = nearest_reports.level)
        and r.embedding is not null
-     order by r.embedding <=> query_embedding::halfvec, c.id
+     order by r.embedding operator(@extschema:vector@.<=>) query_embedding::@extschema:vector@.halfvec, c.id
      limit greatest(k, 0)
 $$;
-comment on function sag.nearest_reports(vector, text, integer, integer, bigint) is
+comment on function sag.nearest_reports(@extschema:vector@.vector, text, integer, integer, bigint) is
     'DRIFT''s primer: the k reports (of one level, or all) nearest to query_embedding (the embedded HyDE answer) '
     'by cosine similarity.';

@@ -19,7 +19,7 @@
 
 create or replace function sag.local_context(
     query text,
-    query_embedding vector default null,
+    query_embedding @extschema:vector@.vector default null,
     source text default 'default',
     level integer default null,
     top_k_entities integer default 10,
@@ -30,7 +30,7 @@ create or replace function sag.local_context(
     community_prop float8 default 0.15)
 returns jsonb
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     sids bigint[];
@@ -227,7 +227,7 @@ begin
                                       'max_tokens', max_tokens));
 end;
 $$;
-comment on function sag.local_context(text, vector, text, integer, integer, float8, integer, integer, float8, float8) is
+comment on function sag.local_context(text, @extschema:vector@.vector, text, integer, integer, float8, integer, integer, float8, float8) is
     'GraphRAG local search context as JSON: the tables reports, entities (keys), relationships (key '
     'co-occurrence), sources (chunks), each packed into its share of max_tokens (community_prop, '
     'text_unit_prop, the rest for entities then relationships), and context_text, the -----Table----- text '

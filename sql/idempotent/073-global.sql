@@ -10,7 +10,7 @@ create or replace function sag.report_batches(
     min_rating float8 default 0)
 returns table (batch integer, report_ids bigint[], context text, tokens integer)
 language plpgsql stable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     run bigint := sag_internal._hierarchy_run_or_raise(source, run_id);
@@ -88,7 +88,7 @@ comment on function sag.report_batches(text, integer, integer, bigint, float8) i
 create or replace function sag.reduce_points(points jsonb, max_tokens integer default 8000)
 returns jsonb
 language sql immutable
-set search_path = pg_catalog, sag, public, pg_temp
+set search_path = pg_catalog, sag, pg_temp
 as $$
     with given as (
         select (p->>'analyst')::integer as analyst, (p->>'score')::float8 as score,

@@ -48,13 +48,17 @@ class GraphBuilder:
         toks = list(tokens) if tokens is not None else re.findall(r"\w+", content.lower())
         ordinal = self._ordinals.get(document_id, 0)
         self._ordinals[document_id] = ordinal + 1
-        return self._one(
+        chunk_id = self._one(
             "insert into sag.chunks (document_id, source_id, ordinal, title, content, start_line, end_line, "
             "embedding, tokens, token_count) "
             "select %s, d.source_id, %s, %s, %s, 1, 1, %s::vector, %s, %s from sag.documents d where d.id = %s "
             "returning id",
             [document_id, ordinal, title, content, vec(embedding), " ".join(toks), len(toks), document_id],
         )
+        # What sag.store_document does for its chunks: queue their lexemes for the BM25 statistics.
+        self.conn.execute("insert into sag.term_stats_pending (source_id, sign, token_count, tsv) "
+                          "select c.source_id, 1, c.token_count, c.tsv from sag.chunks c where c.id = %s", [chunk_id])
+        return chunk_id
 
     def event(self, chunk_id: int, content: str, embedding: Vec | None) -> int:
         return self._one(
@@ -85,6 +89,8 @@ class GraphBuilder:
             [key_id, count, event_id],
         )
         self.conn.execute("update sag.keys set event_count = event_count + 1 where id = %s", [key_id])
+        # ... and the co-occurrence relations the new link makes.
+        self.conn.execute("select sag_internal._cooccur_links(array[%s::bigint], array[%s::bigint])", [event_id, key_id])
 
     def links(self, event_id: int, *key_ids: int) -> None:
         for key_id in key_ids:

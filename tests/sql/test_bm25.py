@@ -194,8 +194,8 @@ def test_statistics_stay_exact_through_every_kind_of_write(db_conn: psycopg.Conn
     bm25s = pytest.importorskip("bm25s")
     g = GraphBuilder(db_conn)
     one, two = g.source("one"), g.source("two")
-    doc = g.document(one, "corpus")
-    ids = [g.chunk(doc, text, None) for text in CORPUS]
+    docs = [g.document(one, f"corpus/{i}") for i in range(len(CORPUS))]
+    ids = [g.chunk(doc, text, None) for doc, text in zip(docs, CORPUS, strict=True)]
     other = g.chunk(g.document(two, "other"), "the sea the sea rain", None)
     assert _queued(db_conn) == len(CORPUS) + 1 and _stats_violations(db_conn) == {}
 
@@ -216,15 +216,17 @@ def test_statistics_stay_exact_through_every_kind_of_write(db_conn: psycopg.Conn
     assert db_conn.execute("select sag.flush_term_stats()").fetchone() == (len(CORPUS) + 1,)
     assert _queued(db_conn) == 0
     check(texts)
-    # Deleted by hand, through the document cascade, and rewritten by an UPDATE: still exact, before and
-    # after the next flush.
-    db_conn.execute("delete from sag.chunks where id = %s", [ids[0]])
+    # Deleted by sag.delete_document: still exact, before and after the next flush.
+    assert db_conn.execute("select sag.delete_document(%s)", [docs[0]]).fetchone() == (True,)
     del texts[ids[0]]
-    db_conn.execute("update sag.chunks set tokens = 'rain rain sea', token_count = 3 where id = %s", [ids[1]])
-    texts[ids[1]] = "rain rain sea"
-    db_conn.execute("update sag.chunks set title = 'not counted' where id = %s", [ids[2]])  # queues nothing
     check(texts)
     db_conn.execute("select sag.flush_term_stats()")
+    check(texts)
+    # Rewritten by an UPDATE (no trigger sees it): exact again after sag.rebuild_term_stats.
+    db_conn.execute("update sag.chunks set tokens = 'rain rain sea', token_count = 3 where id = %s", [ids[1]])
+    texts[ids[1]] = "rain rain sea"
+    assert _stats_violations(db_conn) != {}
+    db_conn.execute("select sag.rebuild_term_stats()")
     check(texts)
     assert db_conn.execute("select count(*) from sag.term_stats where df <= 0").fetchone() == (0,)
     # A deleted source takes its statistics along; what it queued is dropped at the flush.
@@ -234,7 +236,7 @@ def test_statistics_stay_exact_through_every_kind_of_write(db_conn: psycopg.Conn
     assert db_conn.execute("select count(*) from sag.term_stats where source_id = %s", [two]).fetchone() == (0,)
     check(texts)
     assert other not in dict(bm25(db_conn, ["sea"]))
-    # TRUNCATE fires no delete trigger: rebuild_term_stats recounts.
+    # TRUNCATE: rebuild_term_stats recounts.
     db_conn.execute("truncate sag.chunks cascade")
     assert _stats_violations(db_conn) != {}
     db_conn.execute("select sag.rebuild_term_stats()")

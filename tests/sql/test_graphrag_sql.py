@@ -149,7 +149,7 @@ GRAPHRAG_FUNCTIONS = ["community_digest", "community_report", "community_reports
 def test_public_functions_are_documented_and_pin_search_path(db_conn: psycopg.Connection) -> None:
     found = db_conn.execute(
         "select p.proname, obj_description(p.oid, 'pg_proc') is not null, "
-        "'search_path=pg_catalog, sag, public, pg_temp' = any (p.proconfig) "
+        "'search_path=pg_catalog, sag, pg_temp' = any (p.proconfig) "
         "from pg_proc p where p.pronamespace = 'sag'::regnamespace and p.proname = any (%s) order by 1",
         [GRAPHRAG_FUNCTIONS]).fetchall()
     assert found == [(name, True, True) for name in GRAPHRAG_FUNCTIONS]
