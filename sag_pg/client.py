@@ -23,6 +23,7 @@ from .ingest.readers import (
     document_from_text,
     read_inputs,
 )
+from .limits import INT4_MAX, MAX_TOP_N, check_int
 from .llm import LLM, make_llm
 
 if TYPE_CHECKING:
@@ -197,6 +198,7 @@ class SAG:
         from .search.engine import search as fast_search
         from .search.normal import rewrite_query
 
+        check_int("top_n", top_n, 1, MAX_TOP_N)  # before any SQL: a bigint matches no SQL function
         if strategy not in ("sag", "dataflow"):
             raise QueryError(f"unknown search strategy {strategy!r}: use sag or dataflow")
         if strategy == "dataflow" and dataflow is None:
@@ -235,6 +237,7 @@ class SAG:
         DriftParams; needs ``sag-pg communities build`` first)."""
         from .answer import ask, deep_ask
 
+        check_int("top_n", top_n, 1, MAX_TOP_N)
         if mode in ("local", "global", "drift"):  # GraphRAG (sag_pg.graphrag); options: params=, concurrency=
             from .graphrag import graphrag_ask
 
@@ -285,6 +288,9 @@ class SAG:
         keywords name and their neighbours (graph), scored by ``strategy`` (hybrid, text_overlap,
         graph_distance, temporal, reference_count) with each score's breakdown; records recall statistics.
         ``channels``: hybrid, knowledge (content only) or graph (graph only)."""
+        check_int("top_n", top_n, 1, MAX_TOP_N)
+        if "depth" in options:
+            check_int("depth", options["depth"], 1, INT4_MAX)
         return self.memory.recall(query, source=source, channels=channels, strategy=strategy, min_score=min_score,
                                   top_n=top_n, **options)
 
@@ -355,6 +361,10 @@ class SAG:
         every source; ``limit`` None: no limit."""
         from . import browse
 
+        if limit is not None:
+            check_int("limit", limit, 0)
+        check_int("offset", offset, 0)
+
         with self.db.connect(autocommit=True) as conn:
             return browse.documents(conn, source=source, uri_prefix=uri_prefix, limit=limit, offset=offset)
 
@@ -378,6 +388,9 @@ class SAG:
         """The key called ``name`` (any spelling variant; of ``type`` if given; the one with most events if
         several match) with its top ``events`` events and the ``related`` keys sharing most events with it."""
         from . import browse
+
+        check_int("events", events, 0)
+        check_int("related", related, 0)
 
         with self.db.connect(autocommit=True) as conn:
             return browse.entity(conn, name, source=source, key_type=type, events=events, related=related)
@@ -405,8 +418,7 @@ class SAG:
         from . import browse
         from .db.cluster import prune_runs
 
-        if keep < 0:
-            raise QueryError(f"keep must be 0 or more, not {keep}")
+        check_int("keep", keep, 0)
         with self.db.transaction() as conn:
             return prune_runs(conn, keep=keep, source_ids=browse.source_ids(conn, source))
 

@@ -12,6 +12,8 @@ import pytest
 
 from sag_pg.db import embedded, migrate
 
+from .server_homes import server_home
+
 
 def _run(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "sag_pg", *args], env=env, capture_output=True, text=True,
@@ -19,11 +21,13 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 120) -> subproce
 
 
 @pytest.fixture
-def home_env(tmp_path: Path):  # type: ignore[no-untyped-def]
+def home_env():  # type: ignore[no-untyped-def]
+    """The offline defaults with a SAG_HOME out of pytest's tmp_path (tests/server_homes.py: the initdb race)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SAG_")}
-    env["SAG_HOME"] = str(tmp_path / "home")
-    yield env
-    embedded.stop_server(tmp_path / "home")
+    with server_home("cli-db") as home:
+        env["SAG_HOME"] = str(home / "home")
+        yield env
+        embedded.stop_server(home / "home")
 
 
 def _psql() -> str:
@@ -59,8 +63,12 @@ def test_two_status_commands_started_together_with_the_server_stopped(home_env: 
     assert not embedded.is_running(Path(home_env["SAG_HOME"]))
 
 
-def test_database_url_points_at_another_server(home_env: dict[str, str], tmp_path: Path) -> None:
-    other_home = tmp_path / "other"
+def test_database_url_points_at_another_server(home_env: dict[str, str]) -> None:
+    with server_home("cli-db-other") as other_home:
+        _points_at(home_env, other_home)
+
+
+def _points_at(home_env: dict[str, str], other_home: Path) -> None:
     other_url = embedded.ensure_server(other_home)
     try:
         env = dict(home_env, SAG_DATABASE_URL=other_url)

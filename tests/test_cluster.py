@@ -412,7 +412,7 @@ def test_cli_text_output_and_options(committed: dict[str, int], db_dsn: str, tmp
     lines = result.output.splitlines()
     assert lines[0].startswith("run ") and "6 events, 15 edges → 2 clusters" in lines[0]
     # Without IDF a key scores its count in the cluster: 官渡 3, 三国 3 (tie: smaller key id), 曹操 2.
-    assert lines[1:] == ["   0       3  官渡 · 三国 · 曹操", "      … 1 more clusters (3 events)"]
+    assert lines[1:] == ["   #  events  title", "   0       3  官渡 · 三国 · 曹操", "      … 1 more clusters (3 events)"]
     time_only = invoke(db_dsn, tmp_path, ["--key", "time:200年", "--events", f"{committed['e1']},{committed['e4']}",
                                           "--json"])
     assert time_only.exit_code == 0, time_only.output

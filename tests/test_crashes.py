@@ -22,6 +22,7 @@ import pytest
 from sag_pg.db import embedded
 
 from .concurrency_corpus import cli_env, ingest_cmd, write_corpus
+from .server_homes import server_home
 
 
 def _children(pid: int) -> set[int]:
@@ -83,12 +84,11 @@ def test_kill_9_of_an_ingest_leaves_no_processes(db_dsn: str, tmp_path: Path) ->
 
 
 @pytest.fixture(scope="module")
-def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A server for these tests alone (they crash it): its SAG_HOME."""
-    home = tmp_path_factory.mktemp("own-server")
-    embedded.ensure_server(home)
-    yield home
-    embedded.stop_server(home)
+def own_server() -> Iterator[Path]:
+    """A server for these tests alone (they crash it): its SAG_HOME (out of tmp_path: tests/server_homes.py)."""
+    with server_home("own-server") as home:
+        embedded.ensure_server(home)
+        yield home
 
 
 def _sag_pg(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

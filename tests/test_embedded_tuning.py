@@ -9,6 +9,8 @@ import psycopg
 
 from sag_pg.db import embedded, tuning
 
+from .server_homes import server_home
+
 
 def _settings(uri: str) -> dict[str, tuple[int, str, bool]]:
     with psycopg.connect(uri) as conn:
@@ -37,8 +39,12 @@ def test_desired_settings_scale_with_memory_within_bounds() -> None:
     assert big["max_wal_size"] == "4GB"
 
 
-def test_a_fresh_embedded_server_runs_with_the_settings_and_keeps_the_users_own(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_a_fresh_embedded_server_runs_with_the_settings_and_keeps_the_users_own() -> None:
+    with server_home("tuning") as parent:
+        _settings_survive(parent / "home")
+
+
+def _settings_survive(home: Path) -> None:
     try:
         uri = embedded.ensure_server(home)
         got = _settings(uri)

@@ -95,3 +95,44 @@ def test_filter_retries_then_falls_back(kg: PostgresKG, openai_server) -> None: 
         openai_server.fail(500)
     assert agent.filter_relations(rels, "q", "e", limit=8) == rels[:8]
     assert sum(1 for t in agent.trace if t["type"] == "error") == 5
+
+
+# An entity with 14 relations: above 10, so get_relations goes through the LLM filter (shuffled for it).
+HUB_RELATIONS = ["test.hub.spouse"] + [f"test.hub.r{i:02d}" for i in range(1, 14)]
+
+
+@pytest.fixture
+def hub_kg(db_dsn: str, tmp_path: Path) -> Iterator[PostgresKG]:
+    ns = "http://rdf.freebase.com/ns/"
+    path = tmp_path / "hub.nt"
+    path.write_text(f'<{ns}m.hub> <{ns}type.object.name> "Hub Person"@en .\n' + "".join(
+        f"<{ns}m.hub> <{ns}{relation}> <{ns}m.o{n}> .\n" for n, relation in enumerate(HUB_RELATIONS)),
+        encoding="utf-8")
+    db = Database(db_dsn)
+    import_rdf(db, [path], source="hub")
+    yield PostgresKG(db, source="hub")
+    db.close()
+
+
+@pytest.mark.parametrize("filter_answer", ["fails", "unusable"])
+def test_a_failing_relation_filter_falls_back_to_the_bm25_top_10(hub_kg: PostgresKG, openai_server,  # type: ignore[no-untyped-def]
+                                                                 filter_answer: str) -> None:
+    """kg-query-tools §2.4/§4.5: when the filter fails, the BM25 order's first 10, not 10 of the shuffled list."""
+    openai_server.script('<kg-query>get_relations("m.hub")</kg-query>')
+    if filter_answer == "fails":
+        for _ in range(3):  # three attempts, each a server error
+            openai_server.fail(500)
+    else:
+        openai_server.script("I cannot choose.")  # no JSON list: not retried
+    openai_server.script("<answer>done</answer>")
+    result = KGAgent(hub_kg, _llm(openai_server), backoff=0.001).ask("who was the spouse?")
+    assert result.answer == "done"
+    # BM25 against "who was the spouse?": only test.hub.spouse shares a word; the 13 others score 0 and
+    # tie, alphabetically.  Worked out by hand: the spouse, then r01..r09.
+    shown = next(t for t in result.trace if t["type"] == "information")["content"].splitlines()
+    assert shown == ["test.hub.spouse"] + [f"test.hub.r{i:02d}" for i in range(1, 10)]
+    # The filter was asked (with all 14, in the seeded shuffle), and its failure is in the trace.
+    filter_prompt = next(p for p in openai_server.prompts() if "test.hub.r13" in p)
+    assert all(r in filter_prompt for r in HUB_RELATIONS)
+    if filter_answer == "fails":
+        assert sum(1 for t in result.trace if t["type"] == "error" and "relation filter" in t["content"]) == 3

@@ -66,3 +66,54 @@ def test_kg_commands(env: dict[str, str], tmp_path: Path, openai_server, capsys)
     # relation name: people.person.spouse_s ranks first.
     information = [t for t in result["trace"] if t["type"] == "information"]
     assert information[0]["content"].splitlines()[0] == "people.person.spouse_s"
+
+
+FOAF = """<http://example.org/alice> <http://xmlns.com/foaf/0.1/knows> <http://example.org/bob> .
+<http://example.org/alice> <http://xmlns.com/foaf/0.1/name> "Alice" .
+<http://example.org/alice> <http://example.org/rel/likes> _:e1 .
+_:e1 <http://xmlns.com/foaf/0.1/knows> <http://example.org/alice> .
+"""
+
+
+def test_kg_relations_hints_chooses_a_graph_only_when_one_holds_the_entity(env: dict[str, str], tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37 item 10: predicates outside --namespace were hidden behind a bare "No relations found.", and
+    without --source one graph was picked silently; a blank node was printed as ``_:e1``."""
+    runner = CliRunner()
+    data = tmp_path / "foaf.nt"
+    data.write_text(FOAF, encoding="utf-8")
+    # The default namespace is Freebase's: every predicate here is stored whole and not shown.
+    assert runner.invoke(cli, ["kg", "import", str(data), "--source", "fb"], env=env).exit_code == 0
+    hidden = runner.invoke(cli, ["kg", "relations", "http://example.org/alice", "--source", "fb"], env=env)
+    assert hidden.exit_code == 0 and hidden.stdout == "No relations found.\n"
+    assert ("hint: 'http://example.org/alice' has relations whose predicates were outside the import's "
+            "--namespace, which the tools do not show (e.g. http://example.org/rel/likes); import again with "
+            "--namespace set to their prefix, e.g. --namespace http://example.org/rel/") in hidden.stderr
+
+    # Under http://example.org/ the nodes are alice, bob and the relation rel.likes.
+    for source in ("ex1", "ex2"):
+        imported = runner.invoke(cli, ["kg", "import", str(data), "--source", source,
+                                       "--namespace", "http://example.org/"], env=env)
+        assert imported.exit_code == 0, imported.output
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--dsn", env["SAG_DATABASE_URL"], "kg", "relations", "alice"])
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == ("Error: 'alice' is in 2 sources (ex1, ex2): choose one with --source "
+                                       "(source= in Python)\n")
+    chosen = runner.invoke(cli, ["kg", "relations", "alice", "--source", "ex2"], env=env)
+    assert chosen.stdout == "rel.likes\n" and "kg: source" not in chosen.stderr
+
+    (tmp_path / "carol.nt").write_text("<http://example.org/carol> <http://example.org/rel/likes> "
+                                       "<http://example.org/bob> .\n", encoding="utf-8")
+    assert runner.invoke(cli, ["kg", "import", str(tmp_path / "carol.nt"), "--source", "ex3",
+                               "--namespace", "http://example.org/"], env=env).exit_code == 0
+    only = runner.invoke(cli, ["kg", "relations", "carol"], env=env)
+    assert only.exit_code == 0 and only.stdout == "rel.likes\n"
+    assert "kg: source 'ex3' (the only one holding 'carol')" in only.stderr
+
+    triples = runner.invoke(cli, ["kg", "triples", "alice", "rel.likes", "--source", "ex1"], env=env)
+    assert triples.exit_code == 0, triples.output
+    assert triples.stdout == "[alice, rel.likes, (blank node e1)]\n"
+    as_json = json.loads(runner.invoke(cli, ["kg", "triples", "alice", "rel.likes", "--source", "ex1", "--json"],
+                                       env=env).stdout)
+    assert as_json["triples"][0]["tail"] == "_:e1"  # JSON keeps the node's name

@@ -399,3 +399,49 @@ def test_the_cli_does_not_load_the_sdk_and_says_when_it_is_missing(db_dsn: str, 
                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert (missing.returncode, missing.stdout) == (1, "")
     assert missing.stderr.strip() == "Error: the MCP server needs the mcp package: pip install 'sag-pg[mcp]'"
+
+
+# -- issue 37 item 11 -----------------------------------------------------------------------------------------
+
+
+def test_source_may_be_one_name_or_a_list(corpus: SAG) -> None:
+    """A client (or an LLM) passing "alpha" for `source` got pydantic's validation text."""
+    assert uris(ok(call(corpus, "search", {"query": "Who worked with Charles Babbage?", "source": "alpha"}))) == [
+        "ada.md"]
+    assert [m["uri"] for m in ok(call(corpus, "recall", {"query": "Grace Hopper", "source": "beta"}))["memories"]] \
+        == ["hopper.md"]
+    assert [d["uri"] for d in ok(call(corpus, "list_documents", {"source": "alpha"}))["documents"]] == ["ada.md"]
+    message = error(call(corpus, "search", {"query": "Grace Hopper", "source": "beta"}, sources=("alpha",)))
+    assert "source 'beta' is outside this server's sources: alpha" in message
+
+
+def test_the_command_says_which_database_it_serves(demo_dsn: str, tmp_path: Path) -> None:
+    """The SDK's stdio_client passes no environment unless given env=: a server that silently served the default
+    embedded database instead looked like an empty knowledge base.  Stdin closed: the stdio server ends."""
+    done = subprocess.run([sys.executable, "-m", "sag_pg", "mcp", "--source", DEMO_SOURCE],
+                          env=_env(demo_dsn, tmp_path), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=120, check=False)
+    first = done.stderr.splitlines()[0]
+    dbname = demo_dsn.rsplit("dbname=", 1)[1].split()[0]
+    assert first.startswith("sag-pg: MCP server on ") and dbname in first, done.stderr
+    assert first.endswith(f"(SAG_DATABASE_URL); sources: {DEMO_SOURCE}; read-only")
+    assert done.stdout == ""  # stdout is the protocol's
+
+
+def test_the_readme_client_works(demo_dsn: str, tmp_path: Path) -> None:
+    """The README's Python client, run as written: `sag-pg` on PATH, the SAG_* settings handed over."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### As an MCP server for agents"):]
+    snippet = section[section.index("```python\n") + len("```python\n"):]
+    snippet = snippet[:snippet.index("```")]
+    shim = tmp_path / "bin" / "sag-pg"  # this checkout's sag-pg, whatever the venv's console script points at
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nPYTHONPATH={Path(__file__).resolve().parent.parent} exec {sys.executable} '
+                    '-m sag_pg "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    env = dict(_env(demo_dsn, tmp_path), PATH=f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run([sys.executable, "-c", snippet], env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [done.stdout.strip()]
+    assert done.stdout.strip().rsplit("/", 1)[-1] == "pixar.md"

@@ -14,6 +14,17 @@ import click
 
 from ..config import Settings
 from ..errors import SagError, user_error
+from ..limits import INT4_MAX, MAX_TOP_N
+
+# The numbers an option takes: a value outside the range is a usage error naming the option (exit code 2)
+# before anything runs.  No option takes more than a PostgreSQL integer (sag_pg.limits).
+TOP_N = click.IntRange(1, MAX_TOP_N)
+SEED = click.IntRange(0, INT4_MAX)
+
+
+def count(low: int = 1, high: int = INT4_MAX) -> click.IntRange:
+    """A whole number from ``low`` to ``high`` (at most 2**31 - 1)."""
+    return click.IntRange(low, min(high, INT4_MAX))
 
 
 @dataclass
@@ -79,10 +90,14 @@ def _json_default(value: Any) -> Any:
 
 
 def run_main(cli: click.Group, argv: Sequence[str] | None) -> int:
-    """Run the click group; library errors become one red line and exit code 1 (traceback with --debug)."""
+    """Run the click group; library errors become one red line and exit code 1 (traceback with --debug).
+
+    Out of standalone mode click does not raise ``Exit``: ``main`` returns its code (``ctx.exit(1)``, ``raise
+    click.exceptions.Exit(1)`` in a command), so the return value is the exit code when it is an int.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        cli.main(args=args, prog_name="sag-pg", standalone_mode=False)
+        code = cli.main(args=args, prog_name="sag-pg", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         return 130
@@ -101,7 +116,7 @@ def run_main(cli: click.Group, argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         return 130
-    return 0
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0
 
 
 def _report(exc: BaseException, args: list[str]) -> int:

@@ -10,7 +10,7 @@ from click.core import ParameterSource
 from rich.console import Console
 from rich.markup import escape
 
-from ._common import AppContext, echo_json, pass_app
+from ._common import TOP_N, AppContext, count, echo_json, pass_app
 
 
 @click.command()
@@ -22,13 +22,13 @@ from ._common import AppContext, echo_json, pass_app
               "GraphRAG over the community reports (`sag-pg communities build` first).")
 @click.option("--source", "sources", multiple=True, help="Source to search (repeatable). Default: default.")
 @click.option("--all-sources", is_flag=True, help="Search every source.")
-@click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--top-n", type=TOP_N, default=10, show_default=True,
               help="Chunks the answer is written from.")
-@click.option("--max-rounds", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--max-rounds", type=count(1), default=3, show_default=True,
               help="Deep mode: plans (the first and the ReAct re-plans).")
-@click.option("--max-llm-calls", type=click.IntRange(min=2), default=30, show_default=True,
+@click.option("--max-llm-calls", type=count(2), default=30, show_default=True,
               help="Deep mode: LLM calls in all.")
-@click.option("--level", type=click.IntRange(min=0), default=None,
+@click.option("--level", type=count(0), default=None,
               help="global, drift: the community level whose reports are read (0 = the coarsest; "
               "`sag-pg communities list` shows the levels). Default: global 0, drift every level.")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer, citations, evidence (and trace) as JSON.")

@@ -15,7 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..config import Settings
 from ..errors import ConfigError
-from ._common import AppContext, echo_json
+from ..limits import INT4_MAX, MAX_TOP_N
+from ._common import SEED, AppContext, count, echo_json
 
 DEFAULT_METHODS = "sag,bm25,dense,hybrid"
 
@@ -27,14 +28,19 @@ def _app(ctx: click.Context) -> AppContext:
     return app if app is not None else AppContext(settings=Settings.from_env())
 
 
-def _int_list(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
-    try:
-        numbers = [int(v.replace("_", "")) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated whole numbers, got {value!r}") from None
-    if not numbers or min(numbers) < 1:
-        raise click.BadParameter(f"expected numbers >= 1, got {value!r}")
-    return sorted(set(numbers))
+def _int_list(high: int) -> Callable[[click.Context, click.Parameter, str], list[int]]:
+    """Click callback: comma-separated whole numbers from 1 to ``high``, sorted and deduplicated."""
+
+    def parse(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
+        try:
+            numbers = [int(v.replace("_", "")) for v in value.split(",") if v.strip()]
+        except ValueError:
+            raise click.BadParameter(f"expected comma-separated whole numbers, got {value!r}") from None
+        if not numbers or min(numbers) < 1 or max(numbers) > high:
+            raise click.BadParameter(f"expected numbers from 1 to {high:,}, got {value!r}")
+        return sorted(set(numbers))
+
+    return parse
 
 
 @contextmanager
@@ -69,12 +75,12 @@ def _progress(enabled: bool, label: str) -> Iterator[Callable[[str, int, int], N
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--methods", default=DEFAULT_METHODS, show_default=True,
               help="Comma-separated: sag (SAG fast search), bm25, dense, hybrid (SQL baselines).")
-@click.option("--k", "ks", default="2,5,10", show_default=True, callback=_int_list,
+@click.option("--k", "ks", default="2,5,10", show_default=True, callback=_int_list(MAX_TOP_N),
               help="Recall@k cut-offs, comma-separated; every method returns max(k) chunks.")
 @click.option("--embedder", help="Embedder for the benchmark databases (default: the global --embedder).")
 @click.option("--extractor", help="rules (the offline rule extractor) or openai:MODEL (LLM extraction, as the "
                                   "global --llm); default: the global --llm, else rules.")
-@click.option("--limit", type=click.IntRange(min=1), help="Only the first N questions of each dataset.")
+@click.option("--limit", type=count(1), help="Only the first N questions of each dataset.")
 @click.option("--keep", is_flag=True, help="Keep the benchmark databases instead of dropping them.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path),
@@ -131,13 +137,13 @@ def bench(ctx: click.Context, dirs: tuple[Path, ...], methods: str, ks: list[int
 
 
 @click.command("bench-scale")
-@click.option("--events", "sizes", default="10000,100000", show_default=True, callback=_int_list,
+@click.option("--events", "sizes", default="10000,100000", show_default=True, callback=_int_list(INT4_MAX),
               help="Corpus sizes in events, comma-separated (each in its own fresh database).")
 @click.option("--dim", type=click.IntRange(1, 4000), default=512, show_default=True,
               help="Embedding dimension (512 = the default hash embedder).")
-@click.option("--queries", type=click.IntRange(min=1), default=50, show_default=True,
+@click.option("--queries", type=count(1), default=50, show_default=True,
               help="Questions timed per size (after 10 warm-up questions).")
-@click.option("--seed", type=int, default=7, show_default=True, help="Seed of the synthetic corpus.")
+@click.option("--seed", type=SEED, default=7, show_default=True, help="Seed of the synthetic corpus.")
 @click.option("--workers", type=click.IntRange(1, 16), default=2, show_default=True,
               help="Connections loading batches side by side.")
 @click.option("--spool-dir", type=click.Path(exists=True, file_okay=False, writable=True, path_type=Path),

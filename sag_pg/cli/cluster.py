@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 
 from ..errors import InputError
-from ._common import AppContext, echo_json, pass_app, source_name
+from ._common import SEED, TOP_N, AppContext, count, echo_json, pass_app, source_name
 
 _DATES = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
 
@@ -36,7 +36,7 @@ def _event_ids(value: str | None) -> tuple[int, ...] | None:
               "e.g. person:Steve Jobs.")
 @click.option("--events", "event_ids", default=None, metavar="ID,ID,…", help="Only these event ids.")
 @click.option("--query", default=None, help="Only the events of this search's top chunks (fast search).")
-@click.option("--top-n", type=click.IntRange(1), default=20, show_default=True,
+@click.option("--top-n", type=TOP_N, default=20, show_default=True,
               help="Chunks of the --query search whose events are clustered.")
 @click.option("--alpha", type=click.FloatRange(0, 1), default=0.7, show_default=True,
               help="Weight of shared keys against semantic similarity.")
@@ -44,18 +44,18 @@ def _event_ids(value: str | None) -> tuple[int, ...] | None:
               help="Edge threshold: weaker pairs are not linked.")
 @click.option("--no-idf", is_flag=True, help="Weigh every shared key 1 instead of its IDF.")
 @click.option("--key-types", default=None, metavar="T1,T2", help="Only keys of these types (e.g. person,topic).")
-@click.option("--semantic-k", type=click.IntRange(0), default=10, show_default=True,
+@click.option("--semantic-k", type=count(0), default=10, show_default=True,
               help="Nearest events per event for semantic edges (0: keys only).")
-@click.option("--max-key-events", type=click.IntRange(1), default=None,
+@click.option("--max-key-events", type=count(1), default=None,
               help="Skip keys held by more chosen events than this [default: the largest that keeps the key "
               "pairs within --pairs-per-event × events].")
-@click.option("--pairs-per-event", type=click.FloatRange(0), default=20.0, show_default=True,
+@click.option("--pairs-per-event", type=click.FloatRange(0, 10_000), default=20.0, show_default=True,
               help="Budget of key pairs per event that sets the default --max-key-events.")
-@click.option("--resolution", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+@click.option("--resolution", type=click.FloatRange(0, 1_000, min_open=True), default=1.0, show_default=True,
               help="Louvain resolution (larger: more, smaller clusters).")
-@click.option("--seed", type=int, default=42, show_default=True, help="Louvain random state.")
+@click.option("--seed", type=SEED, default=42, show_default=True, help="Louvain random state.")
 @click.option("--offline-titles", is_flag=True, help="Title clusters by their top keys even with an LLM.")
-@click.option("--limit", type=click.IntRange(0), default=20, show_default=True, help="Clusters to print.")
+@click.option("--limit", type=count(0), default=20, show_default=True, help="Clusters to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON (every cluster with its events).")
 @click.option("--graphml", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the graph as GraphML to this file.")
@@ -63,7 +63,7 @@ def _event_ids(value: str | None) -> tuple[int, ...] | None:
               help="Also draw the clusters to this PNG (needs: pip install 'sag-pg[plot]').")
 @click.option("--prune", is_flag=True, help="Cluster nothing: delete the stored runs of --source (default: all) "
               "but the newest --keep of each source.")
-@click.option("--keep", type=click.IntRange(0), default=1, show_default=True, help="Runs --prune keeps per source.")
+@click.option("--keep", type=count(0), default=1, show_default=True, help="Runs --prune keeps per source.")
 @pass_app
 def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], since: datetime | None,
             until: datetime | None, key_spec: str | None, event_ids: str | None, query: str | None, top_n: int,
@@ -142,6 +142,8 @@ def cluster(app: AppContext, source: str | None, documents: tuple[str, ...], sin
     modularity = f", modularity {result.modularity:.3f}" if result.modularity is not None else ""
     click.echo(f"run {result.run_id}: {result.event_count} events, {result.edge_count} edges → "
                f"{len(result.clusters)} clusters{modularity}; {result.timings['total']:.1f} s")
+    if result.clusters[:limit]:
+        click.echo(f"{'#':>4}  {'events':>6}  title")
     for c in result.clusters[:limit]:
         click.echo(f"{c.ordinal:>4}  {c.size:>6}  {c.title}")
     if len(result.clusters) > limit:

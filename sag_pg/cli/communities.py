@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import AppContext, echo_json, pass_app, source_name
+from ._common import SEED, AppContext, count, echo_json, pass_app, source_name
 
 
 @click.group()
@@ -21,19 +21,19 @@ def communities() -> None:
 @click.option("--source", default="default", show_default=True, callback=source_name,
               help="The source whose events are grouped.")
 @click.option("--all-sources", is_flag=True, help="Group the events of every source into one hierarchy.")
-@click.option("--max-levels", type=click.IntRange(1), default=3, show_default=True,
+@click.option("--max-levels", type=count(1), default=3, show_default=True,
               help="The coarsest levels of Louvain's dendrogram kept.")
-@click.option("--min-report-size", type=click.IntRange(1), default=2, show_default=True,
+@click.option("--min-report-size", type=count(1), default=2, show_default=True,
               help="Communities with fewer events get no report.")
 @click.option("--alpha", type=click.FloatRange(0, 1), default=0.7, show_default=True,
               help="Weight of shared keys against semantic similarity (as in sag-pg cluster).")
 @click.option("--threshold", type=click.FloatRange(0, 1, max_open=True), default=0.1, show_default=True,
               help="Edge threshold of the clustering graph.")
-@click.option("--semantic-k", type=click.IntRange(0), default=10, show_default=True,
+@click.option("--semantic-k", type=count(0), default=10, show_default=True,
               help="Nearest events per event for semantic edges (0: keys only).")
-@click.option("--resolution", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+@click.option("--resolution", type=click.FloatRange(0, 1_000, min_open=True), default=1.0, show_default=True,
               help="Louvain resolution.")
-@click.option("--seed", type=int, default=42, show_default=True, help="Louvain random state.")
+@click.option("--seed", type=SEED, default=42, show_default=True, help="Louvain random state.")
 @click.option("--offline", is_flag=True, help="Extractive reports even when an LLM is configured.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build as JSON.")
 @pass_app
@@ -69,7 +69,7 @@ def build(app: AppContext, source: str | None, all_sources: bool, max_levels: in
 @communities.command(name="list")
 @click.option("--source", default="default", show_default=True, callback=source_name)
 @click.option("--all-sources", is_flag=True, help="The hierarchy built over every source.")
-@click.option("--level", type=click.IntRange(0), default=None, help="Only this level (0: the coarsest).")
+@click.option("--level", type=count(0), default=None, help="Only this level (0: the coarsest).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
 def list_(app: AppContext, source: str | None, all_sources: bool, level: int | None, as_json: bool) -> None:
@@ -85,8 +85,13 @@ def list_(app: AppContext, source: str | None, all_sources: bool, level: int | N
     if as_json:
         echo_json(reports)
         return
+    if not reports:
+        click.echo("no community reports" + (f" at level {level}" if level is not None else "")
+                   + ": `sag-pg communities build` makes them")
+        return
+    click.echo(f"{'id':>7}  {'level':>5}  {'events':>6}  {'rating':>6}  {'report':<10}  title")
     for r in reports:
-        click.echo(f"{r['id']:>7}  L{r['level']}  {r['size']:>6}  {r['rating']:>5.2f}  {r['kind'][:3]}  {r['title']}")
+        click.echo(f"{r['id']:>7}  {r['level']:>5}  {r['size']:>6}  {r['rating']:>6.2f}  {r['kind']:<10}  {r['title']}")
 
 
 @communities.command()

@@ -10,15 +10,15 @@ from typing import Any
 
 import click
 
-from ._common import AppContext, echo_json, pass_app, source_name
+from ._common import AppContext, count, echo_json, pass_app, source_name
 
 
 @click.command()
 @click.option("--source", "sources", multiple=True, callback=lambda c, p, v: tuple(source_name(c, p, s) for s in v),
               help="Only this source (repeatable). Default: every source.")
 @click.option("--prefix", "uri_prefix", default=None, help="Only URIs starting with this, e.g. notes/.")
-@click.option("--limit", type=click.IntRange(0), default=100, show_default=True, help="0: no limit.")
-@click.option("--offset", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--limit", type=count(0), default=100, show_default=True, help="0: no limit.")
+@click.option("--offset", type=count(0), default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the fields of SAG.documents()).")
 @pass_app
 def documents(app: AppContext, sources: tuple[str, ...], uri_prefix: str | None, limit: int, offset: int,

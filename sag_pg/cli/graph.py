@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._common import AppContext, echo_json, pass_app, source_name
+from ._common import AppContext, count, echo_json, pass_app, source_name
 
 _source = click.option("--source", default="default", show_default=True, callback=source_name)
 _json = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -64,7 +64,7 @@ def add(app: AppContext, name: str | None, entity_type: str, description: str | 
 @click.option("--depth", type=click.IntRange(1, 6), default=2, show_default=True)
 @click.option("--direction", type=click.Choice(["out", "in", "both"]), default="both", show_default=True)
 @click.option("--type", "types", multiple=True, help="Relation type to follow (repeatable). Default: all.")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--limit", type=count(1), default=50, show_default=True)
 @click.option("--graphml", type=click.Path(dir_okay=False, path_type=Path), help="Also write the neighbourhood as GraphML.")
 @_source
 @_json
@@ -93,7 +93,7 @@ def related(app: AppContext, entity: str, depth: int, direction: str, types: tup
 
 @graph.command("relations")
 @click.argument("entity", required=False)
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--limit", type=count(1), default=50, show_default=True)
 @click.option("--rebuild", is_flag=True, help="Recompute the co-occurrence relations of the source first.")
 @click.option("--extract", "extract", is_flag=True, help="Ask the LLM for typed relations of events that have none yet.")
 @_source

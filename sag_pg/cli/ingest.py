@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..ingest.readers import count_documents, read_inputs
+from ..ingest.readers import count_documents, read_inputs, skipped_files
 from ._common import AppContext, echo_json, pass_app, source_name
 
 PROGRESS_SECONDS = 10.0
@@ -52,7 +52,9 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
            bulk: bool, allow_duplicates: bool) -> None:
     """Ingest files, directories, JSONL corpora ({"id","title","text","metadata"} per line) or '-' (stdin).
 
-    Unchanged documents are skipped; changed ones replaced atomically. Exit code 1 if any input failed.
+    Read: .md, .markdown, .txt, .html and .htm (their text, markup stripped), .jsonl; a folder's other files
+    are skipped, and counted on stderr. Unchanged documents are skipped; changed ones replaced atomically.
+    Exit code 1 if any input failed.
 
     Example:
 
@@ -61,6 +63,11 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
     inputs = read_inputs(paths, stdin=sys.stdin, stdin_uri=stdin_uri)  # a bad SAG_MAX_DOCUMENT_BYTES stops here
     sag = app.sag()
     err = Console(stderr=True)
+    skipped = skipped_files(paths)
+    if skipped:
+        kinds = ", ".join(f"{n} {suffix}" for suffix, n in skipped.items())
+        click.echo(f"sag-pg: skipped {sum(skipped.values())} files in the folders given that are not .md, .markdown, "
+                   f".txt, .html, .htm or .jsonl ({kinds}): convert them to text or Markdown first", err=True)
     if sag.llm is None:
         err.print("[dim]sag-pg: no LLM configured (SAG_LLM): using the offline rule extractor[/dim]")
     expected = count_documents(paths)
@@ -102,11 +109,12 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
 @click.option("--source", default="default", show_default=True, callback=source_name)
 @pass_app
 def delete(app: AppContext, uri: str, source: str) -> None:
-    """Delete a document (and keys left with no event).
+    """Delete a document (and keys left with no event). URI is the document's URI as `sag-pg documents` lists it
+    (for a file: its path relative to the folder it was ingested from, or the path given for a single file).
 
     Example:
 
-        sag-pg delete /abs/path/notes.md --source research
+        sag-pg delete notes/halvard.md --source research
     """
     if not app.sag().delete_document(uri, source=source):
         raise click.ClickException(f"no document {uri!r} in source {source!r}")
@@ -127,6 +135,9 @@ def sources(app: AppContext, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
+    if not rows:
+        click.echo("no sources yet: `sag-pg ingest FILE…` creates one (default: 'default'), `sag-pg demo` the "
+                   "'demo' source")
     for row in rows:
         click.echo(f"{row['name']:<20} {row['documents']:>8} documents {row['events']:>9} events {row['keys']:>9} keys")
 
@@ -160,8 +171,8 @@ def stats(app: AppContext, source: str | None, as_json: bool) -> None:
               help='JSON object {"alias": "canonical name", ...}: aliases converge on the canonical key; stored '
               "documents holding an alias are re-ingested so their keys merge too (see --no-apply).")
 @click.option("--no-apply", is_flag=True, help="Keep stored keys as they are: the synonyms shape later ingests only.")
-@click.option("--align-trigram", type=float, help="Trigram similarity at which a new key joins an existing one.")
-@click.option("--align-vector", type=float, help="Embedding similarity at which a new key joins an existing one.")
+@click.option("--align-trigram", type=click.FloatRange(0, 1), help="Trigram similarity at which a new key joins an existing one.")
+@click.option("--align-vector", type=click.FloatRange(-1, 1), help="Embedding similarity at which a new key joins an existing one.")
 @click.option("--create", is_flag=True, help="Create the source if it does not exist (else that is an error).")
 @click.option("--delete", is_flag=True, help="Delete the source with all its documents, events and keys.")
 @click.option("--yes", is_flag=True, help="With --delete: do not ask (asked only on a terminal).")
@@ -201,7 +212,7 @@ def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str
         click.echo(f"synonyms: {len(table)} aliases; " + (
             "stored keys unchanged (--no-apply): they apply to documents ingested from now on" if no_apply else
             f"re-ingested {len(reingested)} stored documents holding an alias, so their keys merged") + "; "
-            "a question naming an alias finds the canonical key only through key similarity", err=True)
+            "a question naming an alias is searched with its canonical name added", err=True)
     echo_json({"source": name, "config": config})
 
 

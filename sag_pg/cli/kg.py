@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 
 from ..errors import InputError
-from ._common import AppContext, echo_json, pass_app, source_name
+from ._common import SEED, TOP_N, AppContext, count, echo_json, pass_app, source_name
 
 _SOURCE_HELP = "The source (one knowledge graph) to use"
+_ONLY_HELP = " [default: the only source holding ENTITY]."
 _SPARQL_HELP = "Query this SPARQL endpoint instead of the database's graph (e.g. http://localhost:7878/query)."
 
 
@@ -80,8 +82,8 @@ def import_(app: AppContext, files: tuple[Path, ...], source: str, fmt: str | No
 @kg.command()
 @click.argument("entity")
 @click.option("--question", default="", help="Rank the relations by BM25 against this question.")
-@click.option("--source", default=None, callback=source_name, help=_SOURCE_HELP + " [default: all].")
-@click.option("--top-k", type=click.IntRange(1), default=30, show_default=True)
+@click.option("--source", default=None, callback=source_name, help=_SOURCE_HELP + _ONLY_HELP)
+@click.option("--top-k", type=TOP_N, default=30, show_default=True)
 @click.option("--sparql", default=None, help=_SPARQL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print [{relation, score}] as JSON.")
 @pass_app
@@ -93,20 +95,30 @@ def relations(app: AppContext, entity: str, question: str, source: str | None, t
 
         sag-pg kg relations "Ada Lovelace" --question "who was Ada Lovelace's husband?" --source freebase
     """
-    found = app.sag().kg.relations(entity, question=question, source=source, top_k=top_k, sparql=sparql)
+    kg = app.sag().kg
+    source = _chosen_source(kg, entity, source, sparql)
+    found = kg.relations(entity, question=question, source=source, top_k=top_k, sparql=sparql)
     if as_json:
         echo_json([{"relation": r, "score": s} for r, s in found])
         return
-    click.echo("\n".join(r for r, _ in found) if found else "No relations found.")
+    if found:
+        click.echo("\n".join(r for r, _ in found))
+        return
+    click.echo("No relations found.")
+    hidden = kg.hidden_relations(entity, source=source) if not sparql else []
+    if hidden:
+        click.echo(f"hint: {entity!r} has relations whose predicates were outside the import's --namespace, which "
+                   f"the tools do not show (e.g. {hidden[0]}); import again with --namespace set to their prefix, "
+                   f"e.g. --namespace {_namespace_of(hidden[0])}", err=True)
 
 
 @kg.command()
 @click.argument("entity")
 @click.argument("relation_names", metavar="RELATION...", nargs=-1, required=True)
 @click.option("--question", default="", help="Rank the flattened CVT relations against this question.")
-@click.option("--source", default=None, callback=source_name, help=_SOURCE_HELP + " [default: all].")
-@click.option("--limit-per-relation", type=click.IntRange(1), default=5, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the reproducible sampling.")
+@click.option("--source", default=None, callback=source_name, help=_SOURCE_HELP + _ONLY_HELP)
+@click.option("--limit-per-relation", type=TOP_N, default=5, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the reproducible sampling.")
 @click.option("--sparql", default=None, help=_SPARQL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print {entity, triples, cvt_info, flatten_candidates}.")
 @pass_app
@@ -118,12 +130,14 @@ def triples(app: AppContext, entity: str, relation_names: tuple[str, ...], quest
 
         sag-pg kg triples m.0dl567 people.person.spouse_s people.person.parents --source freebase
     """
-    result = app.sag().kg.triples(entity, list(relation_names), question=question, source=source,
-                                  limit_per_relation=limit_per_relation, seed=seed, sparql=sparql)
+    kg = app.sag().kg
+    source = _chosen_source(kg, entity, source, sparql)
+    result = kg.triples(entity, list(relation_names), question=question, source=source,
+                        limit_per_relation=limit_per_relation, seed=seed, sparql=sparql)
     if as_json:
         echo_json(result)
         return
-    lines = [f"[{t['head']}, {t['relation']}, {t['tail']}]" for t in result["triples"]]
+    lines = [f"[{_node(t['head'])}, {t['relation']}, {_node(t['tail'])}]" for t in result["triples"]]
     click.echo("\n".join(lines) if lines else "No triples found.")
 
 
@@ -132,8 +146,8 @@ def triples(app: AppContext, entity: str, relation_names: tuple[str, ...], quest
 @click.option("--source", default=None, callback=source_name, help=_SOURCE_HELP + " [default: all].")
 @click.option("--entity", "entities", multiple=True, metavar="NAME=ID",
               help="A topic entity the question is about (repeatable), e.g. 'Ada Lovelace=m.0dl567'.")
-@click.option("--max-calls", type=click.IntRange(1), default=10, show_default=True)
-@click.option("--kg-top-k", type=click.IntRange(1), default=10, show_default=True)
+@click.option("--max-calls", type=count(1), default=10, show_default=True)
+@click.option("--kg-top-k", type=TOP_N, default=10, show_default=True)
 @click.option("--sparql", default=None, help=_SPARQL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer with the whole trace.")
 @pass_app
@@ -158,6 +172,25 @@ def ask(app: AppContext, question: str, source: str | None, entities: tuple[str,
         return
     click.echo(result.answer if result.answer is not None else "(no answer)")
     click.echo(f"{result.calls} KG calls", err=True)
+
+
+def _chosen_source(kg: Any, entity: str, source: str | None, sparql: str | None) -> str | None:
+    """--source, or the only source holding ENTITY (said on stderr); several: an error naming them."""
+    chosen = kg.choose_source(entity, source, sparql)
+    if source is None and chosen is not None:
+        click.echo(f"kg: source {chosen!r} (the only one holding {entity!r})", err=True)
+    return chosen
+
+
+def _node(name: str) -> str:
+    """A node as printed: a blank node (``_:e1``, an RDF node without an IRI) said in words."""
+    return f"(blank node {name[2:]})" if name.startswith("_:") else name
+
+
+def _namespace_of(iri: str) -> str:
+    """An IRI's namespace: up to its last '#' or '/'."""
+    cut = max(iri.rfind("#"), iri.rfind("/"))
+    return iri[: cut + 1] if cut > 0 else iri
 
 
 def _read_whitelist(path: Path, namespace: str) -> list[str]:

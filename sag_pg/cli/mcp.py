@@ -54,6 +54,18 @@ def mcp(app: AppContext, http: tuple[str, int] | None, sources: tuple[str, ...],
         if missing:
             raise NotFoundError(f"no source named {missing[0]!r}; sources: {', '.join(known) or 'none yet'}")
     server = build_server(sag, Policy(sources=sources, allow_writes=allow_writes), debug=app.debug)
+    # On stderr (stdout carries the protocol on stdio): which database this is, for a client that started the
+    # command without SAG_HOME / SAG_DATABASE_URL in its environment and so got the default embedded one.
+    click.echo(f"sag-pg: MCP server on {_database(app, sag.dsn)}; sources: {', '.join(sources) or 'all'}; "
+               f"{'read and write' if allow_writes else 'read-only'}", err=True)
     if http is not None:
         click.echo(f"sag-pg: MCP server at http://{http[0]}:{http[1]}{MCP_PATH}", err=True)
     serve(server, http)
+
+
+def _database(app: AppContext, dsn: str) -> str:
+    from ..db.connection import redact
+
+    if app.settings.database_url:
+        return f"{redact(dsn)} (SAG_DATABASE_URL)"
+    return f"the embedded PostgreSQL of SAG_HOME={app.settings.home} ({redact(dsn)})"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import click
 
-from ._common import AppContext, echo_json, pass_app, source_name
+from ._common import TOP_N, AppContext, count, echo_json, pass_app, source_name
 
 _source = click.option("--source", default="default", show_default=True, callback=source_name)
 _json = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -28,8 +28,8 @@ def memory() -> None:
 @click.option("--channels", type=click.Choice(["hybrid", "knowledge", "graph"]), default="hybrid", show_default=True)
 @click.option("--strategy", type=click.Choice(["hybrid", "text_overlap", "graph_distance", "temporal", "reference_count"]),
               default="hybrid", show_default=True)
-@click.option("--min-score", type=float, default=0.0, show_default=True)
-@click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--min-score", type=click.FloatRange(0), default=0.0, show_default=True)
+@click.option("--top-n", type=TOP_N, default=10, show_default=True)
 @click.option("--depth", type=click.IntRange(1, 6), default=2, show_default=True)
 @click.option("--no-record", is_flag=True, help="Do not count this recall in the statistics.")
 @_source
@@ -57,7 +57,7 @@ def recall(app: AppContext, query: str, channels: str, strategy: str, min_score:
 
 
 @memory.command("stats")
-@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--limit", type=count(1), default=10, show_default=True)
 @_source
 @_json
 @pass_app
@@ -72,15 +72,27 @@ def stats(app: AppContext, limit: int, source: str, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
+    if not rows:
+        click.echo(f"no recalls recorded in source {source!r}")
+        return
+    click.echo(f"{'recalls':>7}  {'average':>7}  {'value':>6}  {'last recall':<16}  document")
     for r in rows:
-        click.echo(f"{r['recall_count']:>6}  avg {r['average_score']:.4f}  value {r['value']:.4f}  "
-                   f"{r['last_recall_at']}  {r['document']}")
+        click.echo(f"{r['recall_count']:>7}  {r['average_score']:>7.4f}  {r['value']:>6.4f}  "
+                   f"{_when(r['last_recall_at']):<16}  {r['uri']}")
+
+
+def _when(moment: datetime | str | None) -> str:
+    """A time to the minute (the statistics give it as ISO text)."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    return f"{moment:%Y-%m-%d %H:%M}" if moment is not None else "-"
 
 
 @memory.command("evict")
 @click.option("--policy", type=click.Choice(["none", "ttl", "capacity", "recall_based", "hybrid"]), required=True)
-@click.option("--ttl-days", type=click.FloatRange(min=0), help="ttl and hybrid: evict what was idle this long.")
-@click.option("--max-items", type=click.IntRange(min=0), help="capacity, recall_based, hybrid: documents kept per source.")
+@click.option("--ttl-days", type=click.FloatRange(0, 36_500),
+              help="ttl and hybrid: evict what was idle this long (at most 100 years).")
+@click.option("--max-items", type=count(0), help="capacity, recall_based, hybrid: documents kept per source.")
 @click.option("--dry-run", is_flag=True, help="Only list what would go.")
 @_source
 @_json
@@ -105,9 +117,9 @@ def evict(app: AppContext, policy: str, ttl_days: float | None, max_items: int |
 
 @memory.command("bench")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--rounds", type=count(1), default=3, show_default=True,
               help="Passes over the questions (each question runs with and without recording in every pass).")
-@click.option("--limit", type=click.IntRange(min=1), help="Only the first N questions.")
+@click.option("--limit", type=count(1), help="Only the first N questions.")
 @click.option("--compare-ingest", is_flag=True, help="Ingest again without the co-occurrence trigger, for its cost.")
 @pass_app
 def bench(app: AppContext, directory: str, rounds: int, limit: int | None, compare_ingest: bool) -> None:

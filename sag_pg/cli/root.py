@@ -30,6 +30,10 @@ def cli(ctx: click.Context, dsn: str | None, home: Path | None, embedder: str | 
         debug: bool, verbose: bool) -> None:
     """sag-pg: documents in, answers with their evidence out — retrieval that lives in PostgreSQL.
 
+    Exit codes: 0 done; 1 an error, printed as one "Error:" line (--debug shows the traceback), or an input
+    that failed in ingest or kg import; 2 a usage error (an unknown option, a number out of range); 130
+    interrupted.
+
     Example:
 
         sag-pg demo

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ._common import AppContext, echo_json, pass_app
+from ._common import TOP_N, AppContext, count, echo_json, pass_app
 from .dataflow_trail import print_trail, search_arguments
 
 
@@ -19,7 +19,8 @@ from .dataflow_trail import print_trail, search_arguments
               help="fast: no LLM. normal: the LLM rewrites the question and names its keys first.")
 @click.option("--source", "sources", multiple=True, help="Source to search (repeatable). Default: default.")
 @click.option("--all-sources", is_flag=True, help="Search every source.")
-@click.option("--top-n", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--top-n", type=TOP_N, default=10, show_default=True,
+              help="Chunks returned (chunks that score 0 are not printed); local: the entities of the context.")
 @click.option("--key", "keys", multiple=True, help="A key name to start from (repeatable).")
 @click.option("--sql", help="Restriction, e.g. \"key.type = 'time' AND key.value_number >= 2000\".")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -27,8 +28,8 @@ from .dataflow_trail import print_trail, search_arguments
 @click.option("--strategy", type=click.Choice(["sag", "dataflow", "local"]), default="sag", show_default=True,
               help="sag: SAG's retrieval. dataflow: DataFlow activation (docs/retrieval.md). local: GraphRAG local "
                    "search's context tables (needs `sag-pg communities build` for reports).")
-@click.option("--depth", type=click.IntRange(min=0), help="dataflow: hops of the propagation [default: 3].")
-@click.option("--breadth", type=click.IntRange(min=1), help="dataflow: events kept per event and hop [default: 5].")
+@click.option("--depth", type=count(0), help="dataflow: hops of the propagation [default: 3].")
+@click.option("--breadth", type=count(1), help="dataflow: events kept per event and hop [default: 5].")
 @click.option("--focus", multiple=True, help="dataflow: a preferred topic or tag (repeatable).")
 @pass_app
 def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all_sources: bool, top_n: int,
@@ -41,8 +42,10 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
         sag-pg search "Who did Ada Lovelace work with?" --top-n 5 --explain
     """
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
-    if strategy == "local":  # GraphRAG (sag_pg.graphrag.local)
-        context = app.sag().local_context(query, source=source)
+    if strategy == "local":  # GraphRAG (sag_pg.graphrag.local); --top-n: its top_k_mapped_entities
+        from ..graphrag import LocalParams
+
+        context = app.sag().local_context(query, source=source, params=LocalParams(top_k_entities=top_n))
         if as_json:
             echo_json(context)
         else:
@@ -64,9 +67,12 @@ def print_result(console: Console, result: Any, *, explain: bool = False, width:
     rewrite = getattr(result, "rewrite", None)
     if rewrite is not None:
         console.print(f"[dim]rewritten:[/dim] {rewrite.query}  [dim]keys:[/dim] {', '.join(rewrite.keys) or '-'}")
-    if not result.chunks:
-        console.print("[yellow]no results[/yellow]")
-    for rank, hit in enumerate(result.chunks, start=1):
+    # Chunks scoring 0 only fill the list up to --top-n (nothing relates them to the question): not shown.
+    relevant = [hit for hit in result.chunks if hit.score > 0]
+    if not relevant:
+        console.print("[yellow]no results[/yellow]" if not result.chunks else
+                      f"[yellow]no relevant results: the {len(result.chunks)} chunks found all scored 0[/yellow]")
+    for rank, hit in enumerate(relevant, start=1):
         title = hit.title or hit.document_title
         console.print(f"[bold]{rank}.[/bold] [cyan]{hit.score:.4f}[/cyan]  {hit.document_uri}  [bold]{title}[/bold]",
                       highlight=False)
@@ -80,6 +86,9 @@ def print_result(console: Console, result: Any, *, explain: bool = False, width:
             for event in hit.events[:3]:
                 console.print(f"    [green]event[/green] {textwrap.shorten(event['content'], width=width)}",
                               highlight=False)
+    if relevant and len(relevant) < len(result.chunks):
+        console.print(f"[dim]only {len(relevant)} relevant: the other {len(result.chunks) - len(relevant)} chunks "
+                      "found scored 0[/dim]", highlight=False)
     if explain and result.keys:
         table = Table(title="key-final (the hop trail)", show_lines=False)
         for column in ("step", "weight", "type", "key"):

@@ -8,8 +8,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-__all__ = ["analyze_graph", "assemble_triples", "choose_relations", "copy_import_rows", "entity", "load_batch", "new_batch",
-           "rank_texts", "relations", "set_whitelist", "triples"]
+__all__ = ["analyze_graph", "assemble_triples", "choose_relations", "copy_import_rows", "entity", "hidden_relations",
+           "load_batch", "new_batch", "rank_texts", "relations", "set_whitelist", "sources_holding", "triples"]
 
 _COPY_ROWS = "copy sag.kg_import_rows (batch, line, subject, predicate, object, kind, lang) from stdin"
 
@@ -56,6 +56,24 @@ def entity(conn: psycopg.Connection, name: str, source: str | None) -> str | Non
     row = conn.execute("select k.name from sag.keys k where k.id = sag.kg_entity(entity => %s, source => %s)",
                        [name, source]).fetchone()
     return None if row is None else str(row[0])
+
+
+def sources_holding(conn: psycopg.Connection, name: str) -> list[str]:
+    """The sources, by name, in which sag.kg_entity finds a node for ``name``."""
+    rows = conn.execute("select s.name from sag.sources s where sag.kg_entity(entity => %s, source => s.name) "
+                        "is not null order by s.name", [name]).fetchall()
+    return [str(r) for (r,) in rows]
+
+
+def hidden_relations(conn: psycopg.Connection, name: str, source: str | None, limit: int = 5) -> list[str]:
+    """The relations of the node sag.kg_entity finds for ``name`` that the tools never show because they were
+    stored whole (their IRI was outside the import's namespace, e.g. http://xmlns.com/foaf/0.1/knows)."""
+    rows = conn.execute(
+        "with node as materialized (select sag.kg_entity(entity => %s, source => %s) as id) "
+        "select relation_type from (select r.relation_type from sag.relations r, node where r.head_key_id = node.id "
+        "union select r.relation_type from sag.relations r, node where r.tail_key_id = node.id) found "
+        "where position(':' in relation_type) > 0 order by 1 limit %s", [name, source, limit]).fetchall()
+    return [str(r) for (r,) in rows]
 
 
 def relations(conn: psycopg.Connection, name: str, *, question: str, source: str | None, top_k: int,

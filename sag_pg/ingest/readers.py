@@ -28,10 +28,13 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from ..errors import ConfigError, InputError
+from .html_text import html_to_text
 from .uris import file_uri
 
 TEXT_SUFFIXES = {".md", ".markdown", ".txt"}
+HTML_SUFFIXES = {".html", ".htm"}  # read as their text (sag_pg.ingest.html_text), markup stripped
 JSONL_SUFFIXES = {".jsonl"}
+READ_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | JSONL_SUFFIXES
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 MAX_DOCUMENT_BYTES_ENV = "SAG_MAX_DOCUMENT_BYTES"
@@ -96,7 +99,8 @@ def max_document_bytes() -> int:
 
 def read_inputs(paths: Iterable[str | Path], *, stdin: TextIO | None = None, stdin_uri: str = "stdin",
                 max_bytes: int | None = None) -> Iterator[ReadResult]:
-    """Documents from files (.md .markdown .txt), directories (recursive), .jsonl corpora and '-' (stdin).
+    """Documents from files (.md .markdown .txt; .html .htm as their text), directories (recursive; files with
+    other names are skipped: :func:`skipped_files` counts them), .jsonl corpora and '-' (stdin).
 
     ``max_bytes`` caps each document's size (default: :func:`max_document_bytes`, read here, once; a bad
     setting raises :class:`~sag_pg.errors.ConfigError` now, not in the middle of a run).
@@ -120,7 +124,7 @@ def _read_inputs(paths: list[str | Path], stdin: TextIO | None, stdin_uri: str, 
         if is_dir:
             files, failures = _walk(path)
             if not files and not failures:
-                yield InputFailure(_printable(path), "directory holds no .md, .markdown, .txt or .jsonl files")
+                yield InputFailure(_printable(path), f"directory holds no {_SUFFIX_LIST} files")
             for file in files:
                 yield from _read_path(file, limit, named=path)
             yield from failures
@@ -128,10 +132,10 @@ def _read_inputs(paths: list[str | Path], stdin: TextIO | None, stdin_uri: str, 
             yield from _read_path(path, limit, named=path)
 
 
-def _walk(root: Path) -> tuple[list[Path], list[InputFailure]]:
-    """The text and JSONL regular files under ``root`` (sorted, symlinks followed, each directory once) and
-    a failure for every directory that could not be listed and every FIFO, socket or device with a text or
-    JSONL name (skipped, but named)."""
+def _walk(root: Path, skipped: list[Path] | None = None) -> tuple[list[Path], list[InputFailure]]:
+    """The text, HTML and JSONL regular files under ``root`` (sorted, symlinks followed, each directory once)
+    and a failure for every directory that could not be listed and every FIFO, socket or device with such a
+    name (skipped, but named).  ``skipped`` collects the other files that are not hidden (not read)."""
     failures: list[InputFailure] = []
     files: list[Path] = []
     seen: set[tuple[int, int]] = set()
@@ -152,7 +156,9 @@ def _walk(root: Path) -> tuple[list[Path], list[InputFailure]]:
         seen.add((info.st_dev, info.st_ino))
         for name in filenames:
             candidate = Path(top, name)
-            if candidate.suffix.lower() not in TEXT_SUFFIXES | JSONL_SUFFIXES:
+            if candidate.suffix.lower() not in READ_SUFFIXES:
+                if skipped is not None and not name.startswith(".") and not _hidden(candidate, root):
+                    skipped.append(candidate)
                 continue
             try:
                 mode = os.stat(candidate).st_mode
@@ -163,6 +169,33 @@ def _walk(root: Path) -> tuple[list[Path], list[InputFailure]]:
             elif not stat.S_ISDIR(mode):
                 failures.append(InputFailure(_printable(candidate), f"not a regular file ({_file_kind(mode)}); skipped"))
     return sorted(files), failures
+
+
+_SUFFIX_LIST = ", ".join(sorted(TEXT_SUFFIXES | HTML_SUFFIXES)) + " or .jsonl"
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    """Whether ``path`` lies in a hidden directory under ``root`` (.git, .venv, …)."""
+    try:
+        parts = path.relative_to(root).parts[:-1]
+    except ValueError:
+        return False
+    return any(part.startswith(".") for part in parts)
+
+
+def skipped_files(paths: Iterable[str | Path]) -> dict[str, int]:
+    """The files a directory ingest of ``paths`` skips for their name, counted by suffix (most first;
+    "no suffix" for names without one); hidden files and directories are not counted."""
+    skipped: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if str(raw) != "-" and path.is_dir():
+            _walk(path, skipped)
+    counts: dict[str, int] = {}
+    for file in skipped:
+        suffix = file.suffix.lower() or "no suffix"
+        counts[suffix] = counts.get(suffix, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _read_path(path: Path, limit: int, *, named: Path) -> Iterator[ReadResult]:
@@ -177,8 +210,14 @@ def _read_path(path: Path, limit: int, *, named: Path) -> Iterator[ReadResult]:
     if isinstance(loaded, InputFailure):
         yield loaded
         return
-    doc = document_from_text(loaded, uri=file_uri(path, named), origin=origin, fallback_title=path.stem,
-                             max_bytes=limit)
+    title = ""
+    if path.suffix.lower() in HTML_SUFFIXES:
+        title, loaded = html_to_text(loaded)
+        if not loaded:
+            yield InputFailure(origin, "HTML page without text")
+            return
+    doc = document_from_text(loaded, uri=file_uri(path, named), origin=origin, title=title,
+                             fallback_title=path.stem, max_bytes=limit)
     yield dataclasses.replace(doc, from_path=True) if isinstance(doc, DocumentInput) else doc
 
 
@@ -399,7 +438,8 @@ def read_jsonl(path: Path, *, max_bytes: int | None = None) -> Iterator[ReadResu
                 continue
             except json.JSONDecodeError as exc:
                 where = "the end of the line" if exc.pos >= len(line) else f"column {exc.pos + 1}"
-                yield InputFailure(origin, f"not valid JSON ({exc.msg} at {where})")
+                # json's messages may end in " at" ("Unterminated string starting at"): not "at at column 9".
+                yield InputFailure(origin, f"not valid JSON ({exc.msg.removesuffix(' at')} at {where})")
                 continue
             except RecursionError:
                 yield InputFailure(origin, "not valid JSON (nested too deeply)")

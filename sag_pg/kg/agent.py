@@ -173,9 +173,8 @@ class KGAgent:
     def _relations(self, entity: str, node: str, asked: str, question: str) -> str:
         found = [r for r, _ in self.kg.relations(node, question=asked, top_k=self.kg_top_k * 3,
                                                  extra_relations=self.pending_flatten.get(node))]
-        if len(found) > 10:
-            self.random.shuffle(found)
-            found = self.filter_relations(found, question, entity)
+        if len(found) > 10:  # the filter sees them shuffled; its fallback is still the BM25 order
+            found = self.filter_relations(found, question, entity, shuffle=True)
         found = found[: self.kg_top_k]
         text = "\n".join(found) if found else "No relations found."
         self.seen_relations.update(found)
@@ -213,12 +212,18 @@ class KGAgent:
         return text
 
     # -- LLM filter -----------------------------------------------------------------------------------------
-    def filter_relations(self, relations: list[str], question: str, entity: str, limit: int | None = None) -> list[str]:
-        """The filter LLM's choice among ``relations``, in its order; the first ones when it fails."""
+    def filter_relations(self, relations: list[str], question: str, entity: str, limit: int | None = None, *,
+                         shuffle: bool = False) -> list[str]:
+        """The filter LLM's choice among ``relations`` (ranked, best first), in its order; the first ``limit``
+        of ``relations`` when it fails or answers nothing usable.  ``shuffle``: the LLM is shown them in a
+        seeded random order (the seed's guard against position bias), the fallback keeps the ranking."""
         limit = limit or self.kg_top_k
         llm = self.filter_llm or self.llm
+        shown = list(relations)
+        if shuffle:
+            self.random.shuffle(shown)
         prompt = prompts.render("kg_filter_relations", prompts_dir=self.prompts_dir, top_k=limit, question=question,
-                                entity=entity, relations=json.dumps(relations, ensure_ascii=False))
+                                entity=entity, relations=json.dumps(shown, ensure_ascii=False))
         for attempt in range(3):
             try:
                 response = llm.complete_text(prompt, purpose="kg_filter")

@@ -9,7 +9,8 @@ from typing import Any
 from ..db import ingest as ingest_store
 from ..db import kg as store
 from ..db.connection import Database
-from ..errors import ConfigError
+from ..errors import ConfigError, QueryError
+from ..limits import INT4_MAX, MAX_TOP_N, check_int
 from ..llm import LLM
 from .agent import AgentResult, KGAgent
 from .backends import KGBackend, PostgresKG
@@ -45,12 +46,39 @@ class KnowledgeGraph:
                 store.set_whitelist(conn, ingest_store.ensure_source(conn, source), whitelist)
         return report
 
+    def sources_holding(self, entity: str) -> list[str]:
+        """The sources in which ``entity`` (a name or node id) names a node, by name."""
+        with self.db.session() as conn:
+            return store.sources_holding(conn, entity)
+
+    def choose_source(self, entity: str, source: str | None = None, sparql: str | None = None) -> str | None:
+        """The source the tools read for ``entity``: ``source`` when given (or a SPARQL endpoint is), else the
+        only source holding it; QueryError naming them when several do (None when none does: the tools then
+        say there is no such entity)."""
+        if source is not None or sparql:
+            return source
+        holding = self.sources_holding(entity)
+        if len(holding) > 1:
+            raise QueryError(f"{entity!r} is in {len(holding)} sources ({', '.join(holding)}): choose one with "
+                             "--source (source= in Python)")
+        return holding[0] if holding else None
+
+    def hidden_relations(self, entity: str, *, source: str | None = None, limit: int = 5) -> list[str]:
+        """Relations of ``entity`` the tools do not show: predicates outside the import's namespace, stored whole."""
+        with self.db.session() as conn:
+            return store.hidden_relations(conn, entity, source, limit)
+
     def relations(self, entity: str, *, question: str = "", source: str | None = None, top_k: int = 30,
                   sparql: str | None = None) -> list[tuple[str, float]]:
+        check_int("top_k", top_k, 1, MAX_TOP_N)
+        source = self.choose_source(entity, source, sparql)
         return self.backend(source=source, sparql=sparql).relations(entity, question=question, top_k=top_k)
 
     def triples(self, entity: str, relations: Sequence[str], *, question: str = "", source: str | None = None,
                 limit_per_relation: int = 5, seed: int = 0, sparql: str | None = None) -> dict[str, Any]:
+        check_int("limit_per_relation", limit_per_relation, 1, MAX_TOP_N)
+        check_int("seed", seed, -INT4_MAX, INT4_MAX)
+        source = self.choose_source(entity, source, sparql)
         return self.backend(source=source, sparql=sparql).triples(
             entity, relations, question=question, limit_per_relation=limit_per_relation, seed=seed)
 
@@ -58,6 +86,10 @@ class KnowledgeGraph:
             topic_entities: Sequence[tuple[str, str]] = (), kg_top_k: int = 10, max_calls: int = 10,
             limit_per_relation: int = 5, seed: int = 0) -> AgentResult:
         """The agent loop (needs an LLM: SAG_LLM)."""
+        check_int("kg_top_k", kg_top_k, 1, MAX_TOP_N)  # the agent asks for 3 × kg_top_k relations
+        check_int("max_calls", max_calls, 1)
+        check_int("limit_per_relation", limit_per_relation, 1, MAX_TOP_N)
+        check_int("seed", seed, -INT4_MAX, INT4_MAX)
         llm = self._llm()
         if llm is None:
             raise ConfigError("kg ask needs an LLM: set SAG_LLM (e.g. openai:gpt-4o-mini)")

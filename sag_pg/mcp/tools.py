@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["READ_TOOLS", "WRITE_TOOLS", "SagTools"]
 
 Query = Annotated[str, Field(min_length=1, description="The question or keywords, in natural language.")]
-Sources = Annotated[list[str] | None, Field(description="Source names (see list_sources); omitted: every source "
-                                                        "this server may read.")]
+Sources = Annotated[list[str] | str | None, Field(description="A source name, or a list of them (see list_sources); "
+                                                              "omitted: every source this server may read.")]
 Source = Annotated[str | None, Field(description="A source name (see list_sources); omitted: every source this "
                                                  "server may read, where the call allows it.")]
 TopN = Annotated[int, Field(ge=1, le=100, description="How many results.")]
