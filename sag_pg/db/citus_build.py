@@ -150,7 +150,10 @@ def _build(tarball: Path, install: CitusInstall) -> None:
     pg_config = install.bin / "pg_config"
     with install.log.open("w") as log, tempfile.TemporaryDirectory(dir=install.root, prefix="src-") as src:
         with tarfile.open(tarball) as tar:
-            tar.extractall(src, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4: nothing outside src, no device files
+                tar.extractall(src, filter="data")
+            else:
+                tar.extractall(src)
         top = Path(src)
         if not (top / "configure").exists():  # a tarball with one top directory
             inner = [p for p in top.iterdir() if (p / "configure").exists()]

@@ -201,9 +201,16 @@ def add_worker(home: Path, progress: Progress = lambda _: None) -> Node:
         cluster.nodes.append(node)
         _save(cluster)
         progress(f"creating {node.name} on port {node.port}")
-        _create_node(cluster, node)
-        with _connect(cluster, cluster.coordinator) as conn:
-            conn.execute("select citus_add_node(%s, %s)", [HOST, node.port])
+        try:
+            _create_node(cluster, node)
+            with _connect(cluster, cluster.coordinator) as conn:
+                conn.execute("select citus_add_node(%s, %s)", [HOST, node.port])
+        except BaseException:
+            _stop_node(cluster, node)
+            shutil.rmtree(cluster.pgdata(node), ignore_errors=True)
+            cluster.nodes.remove(node)
+            _save(cluster)
+            raise
         return node
 
 
