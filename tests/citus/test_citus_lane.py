@@ -124,9 +124,7 @@ def test_a_one_source_nearest_query_is_one_task_on_one_shard(citus: psycopg.Conn
     assert _task_count(plan) == 1
     assert _task_count(_explain(citus, NEAREST_ALL, [q])) == SHARDS
     # The HNSW index was created on every shard (the workers also hold the table's shell, with its index).
-    per_worker = _on_workers(citus, "select count(*) from pg_indexes where schemaname = {schema} and indexname "
-                                    "~ '^items_embedding_[0-9]+$' and indexdef like '%USING hnsw%'")
-    assert sum(int(r) for r in per_worker) == SHARDS
+    assert _hnsw_shard_indexes(citus) == SHARDS
 
 
 def test_a_cross_shard_nearest_query_returns_what_one_node_returns(citus: psycopg.Connection,
@@ -173,6 +171,14 @@ def test_a_function_distributed_by_its_source_argument_runs_on_the_worker(citus:
     assert set(config) == {f"search_path={_schema(citus)}, public"}
 
 
+def _hnsw_shard_indexes(conn: psycopg.Connection) -> int:
+    """The HNSW indexes of items' shards on the workers (each worker also holds the table's shell, with its
+    index)."""
+    per_worker = _on_workers(conn, "select count(*) from pg_indexes where schemaname = {schema} and indexname "
+                                   "~ '^items_embedding_[0-9]+$' and indexdef like '%USING hnsw%'")
+    return sum(int(r) for r in per_worker)
+
+
 def _placements(conn: psycopg.Connection) -> dict[int, int]:
     rows = conn.execute("select nodeport, count(*) from citus_shards where table_name = 'items'::regclass "
                         "group by nodeport").fetchall()
@@ -203,6 +209,9 @@ def test_a_worker_added_and_rebalanced_onto_changes_no_answer(citus: psycopg.Con
         moved = _placements(citus)
         assert sum(moved.values()) == SHARDS
         assert moved.get(node.port, 0) >= SHARDS // (len(cluster.workers) + 1)
+        # The moved shards came with their HNSW index; their old copies stay until the deferred cleanup.
+        citus.execute("call citus_cleanup_orphaned_resources()")
+        assert _hnsw_shard_indexes(citus) == SHARDS
         assert _answers(citus) == before
     finally:
         citus_local.remove_worker(cluster.root.parent, node.name)
