@@ -125,20 +125,20 @@ def cluster() -> None:
 
 
 @cluster.command("start")
-@click.option("--workers", type=click.IntRange(min=2), default=2, show_default=True,
-              help="Workers of a new cluster (an existing one keeps its own).")
+@click.option("--workers", type=click.IntRange(min=2), help="Workers of a new cluster (default 2; an existing "
+              "cluster keeps its own).")
 @click.option("--citus-source", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               envvar="SAG_CITUS_SOURCE", help="Citus source tarball to build from (only needed for the first "
               "build). Env: SAG_CITUS_SOURCE.")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), envvar="SAG_CITUS_CACHE",
               help="Where Citus builds are kept (default: the user's cache directory). Env: SAG_CITUS_CACHE.")
 @pass_app
-def cluster_start(app: AppContext, workers: int, citus_source: Path | None, cache: Path | None) -> None:
-    """Build Citus once, start a coordinator and WORKERS workers under the data directory, print the URL.
+def cluster_start(app: AppContext, workers: int | None, citus_source: Path | None, cache: Path | None) -> None:
+    """Build Citus once, start a coordinator and its workers under the data directory, print the URL.
 
     Example:
 
-        export SAG_DATABASE_URL="$(sag-pg db cluster start --workers 2 --citus-source citus-14.0.1.tar.gz)"
+        export SAG_DATABASE_URL="$(sag-pg db cluster start --citus-source citus-14.0.1.tar.gz)"
     """
     from ..db import citus_build, citus_local
 

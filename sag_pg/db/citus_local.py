@@ -26,7 +26,8 @@ import shutil
 import socket
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -120,14 +121,15 @@ def _save(cluster: Cluster) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def start(home: Path, *, cache: Path, source: Path | None = None, workers: int = 2,
+def start(home: Path, *, cache: Path, source: Path | None = None, workers: int | None = None,
           progress: Progress = lambda _: None) -> Cluster:
-    """Start the cluster under ``home`` (creating it, and building Citus from ``source`` first, if needed).
+    """Start the cluster under ``home`` (creating it with ``workers`` workers, default 2, and building Citus from
+    ``source`` first, if needed).
 
     A cluster that exists already is started as it is (its number of workers unchanged).  Citus is built from
     ``source`` into ``cache`` only when no build for this PostgreSQL is there yet.
     """
-    if workers < 2:
+    if workers is not None and workers < 2:
         raise ConfigError(f"a local Citus cluster needs at least 2 workers (got {workers})")
     root = root_dir(home)
     root.mkdir(parents=True, exist_ok=True)
@@ -142,12 +144,13 @@ def start(home: Path, *, cache: Path, source: Path | None = None, workers: int =
             if not (cluster.install / "stamp.json").exists():
                 raise DatabaseError(f"the Citus build this cluster runs ({cluster.install}) is gone; remove "
                                     f"{root} and start again")
-            if workers != len(cluster.workers):
+            if workers is not None and workers != len(cluster.workers):
                 progress(f"the cluster has {len(cluster.workers)} workers (add one with `sag-pg db cluster "
                          "add-worker`)")
             for node in cluster.nodes:
                 _start_node(cluster, node)
             return cluster
+        workers = 2 if workers is None else workers
         install = _install(cache, source, progress)
         cluster = Cluster(root=root, install=install.root, citus_version=install.citus_version,
                           password=secrets.token_urlsafe(18))
@@ -160,7 +163,7 @@ def start(home: Path, *, cache: Path, source: Path | None = None, workers: int =
         try:
             for node in cluster.nodes:
                 _create_node(cluster, node)
-            with _connect(cluster, cluster.coordinator) as conn:
+            with _connect(cluster, cluster.coordinator) as conn, _sql_errors("adding the workers"):
                 conn.execute("select citus_set_coordinator_host(%s, %s)", [HOST, cluster.coordinator.port])
                 for node in cluster.workers:
                     conn.execute("select citus_add_node(%s, %s)", [HOST, node.port])
@@ -203,7 +206,7 @@ def add_worker(home: Path, progress: Progress = lambda _: None) -> Node:
         progress(f"creating {node.name} on port {node.port}")
         try:
             _create_node(cluster, node)
-            with _connect(cluster, cluster.coordinator) as conn:
+            with _connect(cluster, cluster.coordinator) as conn, _sql_errors(f"adding {node.name}"):
                 conn.execute("select citus_add_node(%s, %s)", [HOST, node.port])
         except BaseException:
             _stop_node(cluster, node)
@@ -228,11 +231,13 @@ def remove_worker(home: Path, name: str, progress: Progress = lambda _: None) ->
             raise ConfigError("a local Citus cluster keeps at least 2 workers")
         _require_running(cluster)
         progress(f"moving the shards of {name} to the other workers")
-        with _connect(cluster, cluster.coordinator) as conn:
+        with _connect(cluster, cluster.coordinator) as conn, _sql_errors(f"removing {name}"):
             known = conn.execute("select 1 from pg_dist_node where nodename = %s and nodeport = %s",
                                  [HOST, node.port]).fetchone()
             if known is not None:
-                conn.execute("select citus_drain_node(%s, %s)", [HOST, node.port])
+                # block_writes: also moves tables without a primary key (logical replication needs one).
+                conn.execute("select citus_drain_node(%s, %s, shard_transfer_mode => 'block_writes')",
+                             [HOST, node.port])
                 conn.execute("select citus_remove_node(%s, %s)", [HOST, node.port])
         _stop_node(cluster, node)
         shutil.rmtree(cluster.pgdata(node))
@@ -245,7 +250,7 @@ def status(home: Path) -> list[dict[str, object]]:
     cluster = _existing(home)
     seen: dict[int, tuple[bool, int]] = {}
     if _is_running(cluster, cluster.coordinator):
-        with _connect(cluster, cluster.coordinator) as conn:
+        with _connect(cluster, cluster.coordinator) as conn, _sql_errors("reading the coordinator's nodes"):
             rows = conn.execute(
                 "select n.nodeport, n.isactive, (select count(*) from pg_dist_placement p "
                 "where p.groupid = n.groupid) from pg_dist_node n where n.nodename = %s", [HOST]).fetchall()
@@ -359,9 +364,10 @@ def _create_node(cluster: Cluster, node: Node) -> None:
         conf.write(_SETTINGS.format(port=node.port))
     (pgdata / "pg_hba.conf").write_text(_HBA)
     _start_node(cluster, node)
-    with psycopg.connect(_conninfo(cluster, node, "postgres"), autocommit=True) as conn:
+    with (_sql_errors(f"creating the database on the {node.name}"),
+          psycopg.connect(_conninfo(cluster, node, "postgres"), autocommit=True) as conn):
         conn.execute(f"create database {DATABASE}")
-    with _connect(cluster, node) as conn:
+    with _connect(cluster, node) as conn, _sql_errors(f"creating the extensions on the {node.name}"):
         for extension in EXTENSIONS:
             conn.execute(f"create extension if not exists {extension}")
 
@@ -403,6 +409,17 @@ def _wipe(cluster: Cluster) -> None:
     for node in cluster.nodes:
         shutil.rmtree(cluster.pgdata(node), ignore_errors=True)
     (cluster.root / "cluster.json").unlink(missing_ok=True)
+
+
+@contextmanager
+def _sql_errors(doing: str) -> Iterator[None]:
+    """A database error while ``doing`` something as a DatabaseError that says what failed."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        diag = exc.diag
+        detail = " ".join(part for part in (diag.message_primary or str(exc).strip(), diag.message_hint) if part)
+        raise DatabaseError(f"{doing} failed: {detail}") from exc
 
 
 def _conninfo(cluster: Cluster, node: Node, dbname: str = DATABASE) -> str:
