@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ._common import AppContext, echo_json, pass_app
@@ -9,7 +11,7 @@ from ._common import AppContext, echo_json, pass_app
 
 @click.group()
 def db() -> None:
-    """Manage the database: url, status, upgrade, stop.
+    """Manage the database: url, status, upgrade, stop; a local Citus cluster.
 
     Example:
 
@@ -110,3 +112,121 @@ def stop(app: AppContext) -> None:
         click.echo(f"stopped (pid {orphan}: it was still running although its postmaster.pid had been deleted)")
         return
     click.echo("stopped" if stopped else "not running")
+
+
+@db.group()
+def cluster() -> None:
+    """A local Citus cluster (coordinator + workers) for development and tests: start, url, status, stop.
+
+    Example:
+
+        sag-pg db cluster start --citus-source citus-14.0.1.tar.gz && psql "$(sag-pg db cluster url)"
+    """
+
+
+@cluster.command("start")
+@click.option("--workers", type=click.IntRange(min=2), help="Workers of a new cluster (default 2; an existing "
+              "cluster keeps its own).")
+@click.option("--citus-source", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              envvar="SAG_CITUS_SOURCE", help="Citus source tarball to build from (only needed for the first "
+              "build). Env: SAG_CITUS_SOURCE.")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), envvar="SAG_CITUS_CACHE",
+              help="Where Citus builds are kept (default: the user's cache directory). Env: SAG_CITUS_CACHE.")
+@pass_app
+def cluster_start(app: AppContext, workers: int | None, citus_source: Path | None, cache: Path | None) -> None:
+    """Build Citus once, start a coordinator and its workers under the data directory, print the URL.
+
+    Example:
+
+        export SAG_DATABASE_URL="$(sag-pg db cluster start --citus-source citus-14.0.1.tar.gz)"
+    """
+    from ..db import citus_build, citus_local
+
+    def progress(line: str) -> None:
+        click.echo(line, err=True)
+
+    started = citus_local.start(app.settings.home, cache=cache or citus_build.default_cache(),
+                                source=citus_source, workers=workers, progress=progress)
+    click.echo(f"coordinator and {len(started.workers)} workers running (stop: sag-pg db cluster stop)", err=True)
+    click.echo(started.url())
+
+
+@cluster.command("url")
+@pass_app
+def cluster_url(app: AppContext) -> None:
+    """Print the running cluster's coordinator URL.
+
+    Example:
+
+        SAG_CITUS_DATABASE_URL="$(sag-pg db cluster url)" pytest -m citus
+    """
+    from ..db import citus_local
+
+    click.echo(citus_local.url(app.settings.home))
+
+
+@cluster.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_app
+def cluster_status(app: AppContext, as_json: bool) -> None:
+    """Show every node: port, whether it runs, whether the coordinator sees it active, its shard placements.
+
+    Example:
+
+        sag-pg db cluster status
+    """
+    from ..db import citus_local
+
+    rows = citus_local.status(app.settings.home)
+    if as_json:
+        echo_json(rows)
+        return
+    for row in rows:
+        click.echo(f"{row['name']:<12} port {row['port']:<6} {'running' if row['running'] else 'stopped':<8} "
+                   f"{'active' if row['active'] else 'inactive':<8} {row['shards']} shards")
+
+
+@cluster.command("add-worker")
+@pass_app
+def cluster_add_worker(app: AppContext) -> None:
+    """Start one more worker and add it to the coordinator; shards move to it at the next rebalance.
+
+    Example:
+
+        sag-pg db cluster add-worker && psql "$(sag-pg db cluster url)" -c 'select citus_rebalance_start()'
+    """
+    from ..db import citus_local
+
+    node = citus_local.add_worker(app.settings.home, progress=lambda line: click.echo(line, err=True))
+    click.echo(f"{node.name} added on port {node.port}")
+
+
+@cluster.command("remove-worker")
+@click.argument("name")
+@pass_app
+def cluster_remove_worker(app: AppContext, name: str) -> None:
+    """Move a worker's shards to the others, remove it from the cluster and delete its data.
+
+    Example:
+
+        sag-pg db cluster remove-worker worker3
+    """
+    from ..db import citus_local
+
+    citus_local.remove_worker(app.settings.home, name, progress=lambda line: click.echo(line, err=True))
+    click.echo(f"{name} removed")
+
+
+@cluster.command("stop")
+@pass_app
+def cluster_stop(app: AppContext) -> None:
+    """Stop every node of the cluster (its data stays; `start` starts it again without rebuilding).
+
+    Example:
+
+        sag-pg db cluster stop
+    """
+    from ..db import citus_local
+
+    stopped = citus_local.stop(app.settings.home)
+    click.echo(f"stopped {', '.join(stopped)}" if stopped else "not running")
