@@ -375,6 +375,55 @@ def test_streamable_http_command(http_server: str) -> None:
     assert all(any(uri.endswith(suffix) for uri in found) for suffix in DEMO_QUERIES[0].expected_uris_suffix)
 
 
+def test_http_beyond_loopback_needs_a_token(demo_dsn: str, tmp_path: Path) -> None:
+    """Issue #36.6: `mcp --http 0.0.0.0:PORT` refuses to start without SAG_API_TOKEN, and with one every
+    request must carry it (an ingest through --allow-writes included)."""
+    import urllib.error
+    import urllib.request
+
+    port = _free_port()
+    refused = subprocess.run([sys.executable, "-m", "sag_pg", "mcp", "--http", f"0.0.0.0:{port}", "--allow-writes"],
+                             env=_env(demo_dsn, tmp_path), capture_output=True, text=True, timeout=120, check=False,
+                             stdin=subprocess.DEVNULL)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: --host 0.0.0.0 listens beyond this machine: set SAG_API_TOKEN")
+    token = "s" * 32
+    process = subprocess.Popen([sys.executable, "-m", "sag_pg", "mcp", "--http", f"0.0.0.0:{port}", "--allow-writes"],
+                               env={**_env(demo_dsn, tmp_path), "SAG_API_TOKEN": token}, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": "ingest_text", "arguments": {"text": "x", "uri": "x.md"}}}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=body, method="POST",
+                                         headers={"content-type": "application/json",
+                                                  "accept": "application/json, text/event-stream"})
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(request, timeout=30)
+        assert denied.value.code == 401
+        request.add_header("Authorization", "Bearer " + "t" * 32)
+        with pytest.raises(urllib.error.HTTPError) as wrong:
+            urllib.request.urlopen(request, timeout=30)
+        assert wrong.value.code == 401
+        initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=initialize.encode(), method="POST",
+                                         headers={"content-type": "application/json", "Authorization": f"Bearer {token}",
+                                                  "accept": "application/json, text/event-stream"})
+        with urllib.request.urlopen(request, timeout=30) as answered:  # past the guard, the MCP server answers
+            assert answered.status == 200 and b"serverInfo" in answered.read()
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
 # -- the command's options ------------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import click
 
@@ -26,7 +27,8 @@ def http_address(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.command()
 @click.option("--http", "http", metavar="HOST:PORT", callback=http_address,
               help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults to 127.0.0.1; "
-                   "there is no authentication: keep it on localhost).")
+                   "beyond loopback only with SAG_API_TOKEN set, which every request then sends as a bearer "
+                   "token).")
 @click.option("--source", "sources", multiple=True, callback=lambda c, p, v: tuple(source_name(c, p, s) for s in v),
               help="Pin the server to this source (repeatable): no tool reaches any other. Default: every source.")
 @click.option("--allow-writes", is_flag=True,
@@ -44,6 +46,11 @@ def mcp(app: AppContext, http: tuple[str, int] | None, sources: tuple[str, ...],
     """
     if importlib.util.find_spec("mcp") is None:
         raise ConfigError("the MCP server needs the mcp package: pip install 'sag-pg[mcp]'")
+    token = os.environ.get("SAG_API_TOKEN") or None
+    if http is not None:
+        from ..http_auth import check_binding
+
+        check_binding(http[0], token)  # before anything starts
     from ..mcp import Policy
     from ..mcp.server import MCP_PATH, build_server, serve
 
@@ -60,7 +67,7 @@ def mcp(app: AppContext, http: tuple[str, int] | None, sources: tuple[str, ...],
                f"{'read and write' if allow_writes else 'read-only'}", err=True)
     if http is not None:
         click.echo(f"sag-pg: MCP server at http://{http[0]}:{http[1]}{MCP_PATH}", err=True)
-    serve(server, http)
+    serve(server, http, token=token)
 
 
 def _database(app: AppContext, dsn: str) -> str:

@@ -74,10 +74,18 @@ def _tool_call(method: Callable[..., dict[str, Any]], lock: threading.Lock) -> C
     return call
 
 
-def serve(server: MCPServer, http: tuple[str, int] | None = None) -> None:
+def serve(server: MCPServer, http: tuple[str, int] | None = None, *, token: str | None = None) -> None:
     """Serve until stopped: over stdin/stdout, or with ``http=(host, port)`` Streamable HTTP at
-    ``http://host:port/mcp`` (on localhost the SDK also checks Host and Origin headers against DNS rebinding)."""
+    ``http://host:port/mcp`` (on localhost the SDK also checks Host and Origin headers against DNS rebinding).
+    Over HTTP beyond loopback a ``token`` is required, and every request must send it as a bearer token."""
     if http is None:
         server.run("stdio")
-    else:
-        server.run("streamable-http", host=http[0], port=http[1], streamable_http_path=MCP_PATH)
+        return
+    import uvicorn
+
+    from ..http_auth import BearerGuard, check_binding
+
+    host, port = http
+    check_binding(host, token)
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    uvicorn.run(BearerGuard(app, token), host=host, port=port, log_level="warning")

@@ -9,7 +9,7 @@ ASGI server both document.  Imported only by the `serve` command.
 
 from __future__ import annotations
 
+from ..http_auth import check_binding
 from .app import create_app
-from .guard import check_binding
 
 __all__ = ["check_binding", "create_app"]

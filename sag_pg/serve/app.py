@@ -17,9 +17,9 @@ from fastapi.staticfiles import StaticFiles
 
 from .. import __version__
 from ..errors import QueryError
+from ..http_auth import authorized
 from ..mcp.policy import DEFAULT_SOURCE, Policy, RefusedError
 from ..serialize import dumps
-from .guard import authorized
 from .jobs import Jobs
 from .problems import install_problem_handlers, problem
 
