@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psycopg
 import pytest
 from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
@@ -180,6 +181,23 @@ def test_get_relations_and_triples(corpus: SAG) -> None:
                                               "source": "kg"}))
     assert "Lord Byron" in json.dumps(triples["triples"])
     assert "Mathematician" not in json.dumps(triples["triples"])
+
+
+def test_a_read_only_server_records_no_recall_statistics(corpus: SAG) -> None:
+    """Issue #36.7: searches and recalls through a read-only server leave sag.recall_stats as they were."""
+    def stats() -> list[tuple[Any, ...]]:
+        corpus.memory.flush()
+        with psycopg.connect(corpus.dsn) as conn:
+            return conn.execute("select document_id, recall_count from sag.recall_stats order by 1").fetchall()
+
+    before = stats()
+    for _ in range(3):
+        ok(call(corpus, "search", {"query": "Who worked with Charles Babbage?", "source": ["alpha"]}))
+        ok(call(corpus, "recall", {"query": "Charles Babbage", "source": ["alpha"]}))
+    assert stats() == before
+    corpus.record_recalls = True
+    ok(call(corpus, "recall", {"query": "Charles Babbage", "source": ["alpha"]}, allow_writes=True))
+    assert stats() != before  # a server that may write records them (the check above can fail)
 
 
 def test_recall_and_related(corpus: SAG) -> None:

@@ -45,6 +45,10 @@ class SagTools:
 
     def __init__(self, sag: SAG, policy: Policy) -> None:
         self.sag, self.policy = sag, policy
+        # A read-only server writes nothing, recall statistics included: a client could otherwise steer
+        # recall-based eviction by searching (issue #36).
+        if not policy.allow_writes:
+            sag.record_recalls = False
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -137,7 +141,7 @@ class SagTools:
         """Memory recall: documents by keyword and through the knowledge graph, each with its score's breakdown
         (overlap, graph, temporal, reference)."""
         found = self.sag.recall(query, source=self.policy.many(source), channels=channels, strategy=strategy,
-                                min_score=min_score, top_n=top_n)
+                                min_score=min_score, top_n=top_n, record=self.policy.allow_writes)
         return {"memories": [r.to_dict() for r in found]}
 
     def related(self, entity: Entity, depth: Annotated[int, Field(ge=1, le=6)] = 2,

@@ -48,6 +48,8 @@ def create_app(sag: SAG, policy: Policy | None = None, *, token: str | None = No
     """The HTTP application over ``sag``: read endpoints always, write endpoints only when ``policy`` allows
     writes; every request needs ``Authorization: Bearer <token>`` when ``token`` is set."""
     policy = policy or Policy()
+    if not policy.allow_writes:
+        sag.record_recalls = False  # read-only writes nothing, recall statistics included (issue #36)
     jobs = Jobs(sag)
 
     @contextlib.asynccontextmanager
