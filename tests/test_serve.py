@@ -123,6 +123,11 @@ def test_the_api_answers_what_the_cli_prints(corpus: str, tmp_path: Path) -> Non
         assert _call(base + "/entities/Fjord%20Capital/related?source=research")[2] == _cli_json(
             corpus, tmp_path, "graph", "related", "Fjord Capital", "--source", "research")
         assert _call(base + "/stats?source=research")[2] == _cli_json(corpus, tmp_path, "stats", "--source", "research")
+        assert _call(base + "/graph/relations?source=research")[2] == _cli_json(
+            corpus, tmp_path, "graph", "relations", "--source", "research")
+        with urllib.request.urlopen(base + "/export?source=research", timeout=60) as response:
+            exported = [json.loads(line) for line in response.read().decode().splitlines()]
+        assert sorted(d["id"] for d in exported) == sorted(DOCS)
 
 
 def test_errors_are_problem_documents_with_the_cli_message(corpus: str, tmp_path: Path) -> None:
@@ -144,9 +149,19 @@ def test_openapi_is_valid_and_covers_every_read_command(corpus: str, tmp_path: P
     assert status == 200
     validate(spec)
     paths = set(spec["paths"])
-    for path in ("/search", "/ask", "/sources", "/stats", "/documents", "/documents/{uri}", "/chunks/{chunk_id}",
-                 "/entities/{name}", "/entities/{name}/related", "/memory/recall", "/kg/relations/{entity}",
-                 "/kg/triples/{entity}", "/communities", "/communities/{community_id}", "/health", "/ready"):
+    # Every CLI command that reads has its endpoint (the commands that write or compute and store — ingest,
+    # delete, source, cluster, communities build, graph add/tags, kg import, memory evict, bench, db upgrade —
+    # are not read commands; ingest and delete have write endpoints).
+    read_commands = {"search": "/search", "ask": "/ask", "sources": "/sources", "stats": "/stats",
+                     "documents": "/documents", "show": "/documents/{uri}", "export": "/export",
+                     "graph related": "/entities/{name}/related", "graph relations": "/graph/relations",
+                     "memory recall": "/memory/recall", "memory stats": "/memory/stats",
+                     "kg relations": "/kg/relations/{entity}", "kg triples": "/kg/triples/{entity}",
+                     "communities list": "/communities", "communities show": "/communities/{community_id}",
+                     "db status": "/db/status"}
+    for command, path in read_commands.items():
+        assert path in paths, (command, path)
+    for path in ("/chunks/{chunk_id}", "/entities/{name}", "/health", "/ready", "/jobs/{job_id}", "/ingest"):
         assert path in paths, path
 
 

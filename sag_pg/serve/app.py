@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import Body, FastAPI, File, Path, Query, Request, UploadFile
-from fastapi.responses import FileResponse, Response
+from fastapi.responses import FileResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
 from .. import __version__
@@ -172,7 +172,40 @@ def create_app(sag: SAG, policy: Policy | None = None, *, token: str | None = No
             raise RefusedError(f"chunk {chunk_id} is outside this server's sources")
         return JSON(data)
 
+    @app.get("/export", tags=["documents"], summary="`sag-pg export --source S`: JSONL that `sag-pg ingest` reads back",
+             response_class=StreamingResponse)
+    def export(source: str | None = None) -> StreamingResponse:
+        chosen = one(source) or DEFAULT_SOURCE
+        documents = sag.export(source=chosen)  # NotFoundError here, before the response starts
+
+        def lines() -> Any:
+            for doc in documents:
+                yield dumps({"id": doc.uri, "title": doc.title, "text": doc.content, "metadata": doc.metadata},
+                            indent=None) + "\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    @app.get("/db/status", tags=["service"], summary="`sag-pg db status --json`")
+    def db_status() -> Response:
+        from ..db.status import database_status
+
+        with sag.db.connect(autocommit=True) as conn:
+            return JSON(database_status(conn))
+
     # -- graph ------------------------------------------------------------------------------------
+
+    @app.get("/graph/relations", tags=["graph"], summary="`sag-pg graph relations [ENTITY] --json`")
+    def graph_relations(entity: str | None = None, source: str | None = None,
+                        limit: Annotated[int, Query(ge=1, le=10_000)] = 50) -> Response:
+        chosen = one(source) or DEFAULT_SOURCE
+        if entity is None:
+            return JSON(sag.graph.relation_counts(source=chosen))
+        ref: str | int = int(entity[1:]) if entity.startswith("#") and entity[1:].isdigit() else entity
+        return JSON([asdict(r) for r in sag.graph.relations(ref, limit=limit, source=chosen)])
+
+    @app.get("/memory/stats", tags=["graph"], summary="`sag-pg memory stats --json`")
+    def memory_stats(source: str | None = None, limit: Annotated[int, Query(ge=1, le=10_000)] = 10) -> Response:
+        return JSON(sag.memory.stats(source=one(source) or DEFAULT_SOURCE, limit=limit))
 
     @app.get("/entities/{name}", tags=["graph"], summary="An entity with its events and related keys.")
     def entity(name: str, source: Sources = None, type: str | None = None) -> Response:
