@@ -56,7 +56,10 @@ async function showSearch(p) {
   const data = await api("search?" + query.toString());
   if (strategy === "local") return showLocal(data, source);
   const steps = (data.keys || []).map((k) => `${esc(k.name)} <span class="muted">(${esc(k.type)}, hop ${k.step}, ${(+k.weight).toFixed(3)})</span>`);
-  let html = `<p class="muted">${data.chunks.length} passages` +
+  // As the CLI prints them: passages that scored 0 are not shown, only counted.
+  const zero = data.chunks.filter((hit) => !(+hit.score > 0)).length;
+  data.chunks = data.chunks.filter((hit) => +hit.score > 0);
+  let html = `<p class="muted">${data.chunks.length} relevant passages` + (zero ? ` (the other ${zero} found scored 0)` : "") +
     (steps.length ? ` · keys followed: ${steps.slice(0, 12).join(", ")}` : "") + `</p>`;
   if (!data.chunks.length) html += `<p>No relevant passage.</p>`;
   data.chunks.forEach((hit, n) => {
