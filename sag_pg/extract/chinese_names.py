@@ -1,0 +1,364 @@
+"""Chinese names in running text, without a model: jieba's tags, corrected by suffixes and grammar.
+
+jieba.posseg alone gets Chinese names wrong in ways that break keys (measured on tests/data/key_gold.jsonl,
+see docs/extraction.md): a preposition glued to a name ("毕业于北溟大学" -> ``于北溟``), an organization cut
+from its head noun (``红杉`` + ``公司``), a given name cut from its surname (``陆`` + ``行舟``).  This module
+finds the spans first and lets the tags fill in what the spans do not cover:
+
+* organizations, places and projects by their head noun: a suffix (…大学, …研究所, …博物馆, …公司, …集团,
+  …银行, …医院, …省/市/县/村/路, …计划/项目) and the name before it, scanned back to a function character
+  (于 在 与 和 向 从 对 被 由 的 了 …), a clause verb or punctuation.  The suffix alone (大学) is not a key;
+* ships: the name after 船/轮/舰/艇 up to 号;
+* persons: a surname (single or compound) joined to the given name jieba split off, or a word jieba's
+  dictionary does not know that starts with a surname (``顾听澜``), besides jieba's own ``nr``.
+
+Only the lexicon of jieba's default dictionary is read (word frequencies); nothing is added to it, so the
+tokens BM25 sees (:mod:`sag_pg.text.tokenize`) do not change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["GENERIC_WORDS", "NameSpan", "chinese_names"]
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+# -------------------------------------------------------------------------------------------- lexicons
+_ORGANIZATION_SUFFIXES = _split(
+    "大学 学院 中学 小学 书院 研究所 研究院 研究中心 实验室 博物馆 美术馆 图书馆 纪念馆 科技馆 公司 集团 "
+    "银行 医院 基金会 协会 学会 委员会 资本 法院 检察院 出版社 报社 电视台 事务所 俱乐部 剧院 乐团 酒店"
+)
+_LOCATION_SUFFIXES = _split("沙漠 海峡 半岛 高原 平原 盆地 群岛 山脉 自治区")
+_PLACE_CHARS = "省市县区镇乡村港山湖岛路街湾峰"  # one-character place heads: 临川市, 白露湖, 长安路
+_PROJECT_SUFFIXES = _split("计划 项目")
+_SHIP_CUES = "船轮舰艇"
+# What follows a suffix and makes it a different word: 大学生 is a student, 公司法 a law.
+_BAD_CONTINUATIONS = {"大学": "生", "公司": "法", "银行": "家卡", "项目": "组", "计划": "书"}
+# Characters that never sit inside a name here: prepositions, conjunctions, particles, demonstratives,
+# measure words.  A name scanned back from its suffix stops at them.
+_STOP_CHARS = frozenset(
+    "于在与和及或同跟向从对被由把将为给让使以是的了着过之其该这那此每各本全某所个家位座名条批种些届次已曾也都并而就还又再到往赴自至"
+)
+_PREPOSITION_CHARS = frozenset("于在与和向从对被由同跟")
+_NOT_IN_PERSON_NAMES = frozenset("于在与和及或的了着是该这那")
+# Verbs that take an organization or place as object (担任X, 调任X); common verbs are caught by frequency.
+_OBJECT_VERBS = frozenset(
+    _split(
+        """担任 调任 进入 加入 创办 成立 来自 前往 位于 设在 毕业 就职 就读 任职 收购 起诉 领导 管理 访问 离开
+        参观 考察 捐赠 投资 签约 入职 供职 转入 调往 派往 借调 留学 攻读 返回 回到 抵达 到达"""
+    )
+)
+# Nouns that name a role, a part of an organization or a generic thing: never keys on their own.
+GENERIC_WORDS = frozenset(
+    _split(
+        """总部 项目 计划 工程 工程师 研究 现任 所长 大学 学院 公司 集团 银行 医院 研究所 研究院 博物馆 基金会
+        馆长 院长 校长 董事长 总经理 经理 主任 教授 博士 硕士 学生 创始人 负责人 主持人 合伙人 首席 科学家 导师
+        家乡 省会 分公司 分行 分所 学校 该校 毕业 工作 合作 协议 方案 报告 部门 机构 单位 团队 成员 人员 员工
+        同事 领导 老师 专家 学者 记者 作者 天文学家 首席科学家 总裁 副总裁 董事 股东 市中心 境内 当地 本地 全国
+        各地 海洋 古城 城市 乡村 农村 山区 沿海地区 交汇处 远洋货轮 科考船 破冰船 探险队"""
+    )
+)
+# The generic words a name never reaches over when scanned back (现任青岚计划 is 青岚计划): roles, not heads
+# (大学 of 白鹭大学附属医院) nor places (海洋 of 远澜海洋研究院).
+_ROLE_WORDS = GENERIC_WORDS - frozenset(
+    _split(
+        """大学 学院 公司 集团 银行 医院 研究所 研究院 博物馆 基金会 项目 计划 工程 海洋 古城 城市 乡村 农村 山区
+        沿海地区 市中心 境内 当地 本地 全国 各地 交汇处"""
+    )
+)
+_SINGLE_SURNAMES = frozenset(
+    _split(
+        """王 李 张 刘 陈 杨 黄 赵 吴 周 徐 孙 马 朱 胡 郭 何 林 罗 高 郑 梁 谢 宋 唐 许 韩 冯 邓 曹 彭 曾 肖 田
+        董 袁 潘 蔡 蒋 余 杜 叶 程 魏 苏 吕 丁 任 沈 姚 卢 姜 崔 钟 谭 陆 汪 范 金 石 廖 贾 夏 韦 付 方 白 邹 孟
+        熊 秦 邱 江 尹 薛 闫 段 雷 侯 龙 史 陶 黎 贺 顾 毛 郝 龚 邵 万 钱 严 覃 武 戴 莫 孔 向 汤 常 温 康 施 文
+        牛 樊 葛 邢 安 齐 易 乔 伍 庞 颜 倪 庄 聂 章 鲁 岳 翟 殷 詹 申 欧 耿 关 兰 焦 俞 左 柳 甘 祝 包 宁 尚 符
+        舒 阮 柯 纪 梅 童 凌 毕 单 季 裴 霍 涂 成 苗 谷 盛 曲 翁 冉 骆 蓝 路 游 辛 靳 管 柴 蒙 鲍 华 喻 祁 蒲
+        房 滕 屈 饶 解 牟 艾 尤 阳 时 穆 农 司 卓 古 吉 缪 简 车 项 连 芦 麦 褚 娄 窦 戚 岑 景 党 宫 费 卜 冷 晏
+        席 卫 米 柏 宗 瞿 桂 全 佟 应 臧 闵 苟 邬 边 卞 姬 师 和 仇 栾 隋 商 刁 沙 荣 巫 寇 桑 郎 甄 丛 仲 虞 敖
+        巩 明 佘 池 查 麻 苑 迟 邝 官 封 谈 匡 鞠 惠 荆 乐 冀 郁 胥 南 班 储 原 栗 燕 楚 鄢 劳 谌 奚 皮 粟 冼 蔺
+        楼 盘 满 闻 位 厉 伊 仝 区 郜 海 阚 花 权 强 帅 屠 豆 朴 盖 练 廉 禹 井 祖 漆 巴 丰 支 卿 国 狄 平 计 索
+        宣 晋 相 初 门 云 容 敬 来 扈 晁 芮 都 普 阙 浦 戈 伏 鹿 薄 邸 雍 辜 羊 阿 乌 母 裘 亓 修 邰 赫 杭 况 那
+        宿 鲜 印 逯 隆 茹 诸 战 慕 危 玉 银 亢 嵇 公 哈 湛 宾 戎 勾 茅 利 於 呼 居 揭 干 但 尉 冶 斯 元 束 檀 衣
+        信 展 阴 昝 智 幸 奉 植 衡 富 尧 闭 由"""
+    )
+)
+_COMPOUND_SURNAMES = _split(
+    "欧阳 司马 诸葛 上官 慕容 东方 公孙 令狐 皇甫 司徒 夏侯 长孙 宇文 尉迟 钟离 端木 独孤 南宫 西门 百里"
+)
+# A given name is rare as a dictionary word; 速度, 水平 after 高 are not names.
+_GIVEN_NAME_MAX_FREQ = 1500
+_COMMON_VERB_FREQ = 2000  # a verb this frequent ends a name scanned back from its suffix
+_GENERIC_PREFIX_FREQ = 3000  # 社区医院, 科技公司: a frequent common noun alone is not a name
+_PLACE_HEAD_WORD_FREQ = 1000  # 地区, 社区: the last character and the place head form a common word
+_ORGANIZATION_TAG_ENDS = tuple("学院局部所会司团行厂社台馆校委厅署队军党组办")
+_GOVERNMENT_ENDS = tuple("部局厅署委")
+_HAN_RE = re.compile(r"[\u3400-\u9fff]")
+
+
+@dataclass(frozen=True)
+class NameSpan:
+    start: int
+    end: int
+    type: str  # person, organization, location, topic
+    name: str
+
+
+@dataclass
+class _Token:
+    word: str
+    flag: str
+    start: int
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.word)
+
+
+def _is_han(ch: str) -> bool:
+    return bool(_HAN_RE.match(ch))
+
+
+def _suffix_re() -> re.Pattern[str]:
+    words = sorted([*_ORGANIZATION_SUFFIXES, *_LOCATION_SUFFIXES, *_PROJECT_SUFFIXES], key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, words)) + f"|[{_PLACE_CHARS}]")
+
+
+_SUFFIX_RE = _suffix_re()
+_SHIP_RE = re.compile(f"(?<=[{_SHIP_CUES}])([\u4e00-\u9fff]{{2,4}}?号)")
+
+
+class _Text:
+    """The sentence with its jieba tokens, indexed by character."""
+
+    def __init__(self, text: str, tokens: list[_Token], freq: dict[str, int]):
+        self.text = text
+        self.tokens = tokens
+        self.freq = freq
+        self.token_at: list[_Token | None] = [None] * len(text)
+        for token in tokens:
+            for i in range(token.start, min(token.end, len(text))):
+                self.token_at[i] = token
+
+    def frequency(self, word: str) -> int:
+        return self.freq.get(word) or 0
+
+    def clause_start(self, position: int) -> bool:
+        return position == 0 or not _is_han(self.text[position - 1])
+
+    def verb_ends_at(self, position: int, *, any_verb: bool = False) -> bool:
+        """A clause verb (担任, 进入) or a generic word (现任) ends right before ``position``: a name does not
+        reach over it.  ``any_verb``: every verb does (places and projects; 远航物流集团 needs the default)."""
+        token = self.token_at[position - 1] if position > 0 else None
+        if token is None or token.end != position or len(token.word) < 2:
+            return False
+        if token.word in _OBJECT_VERBS or token.word in _ROLE_WORDS:
+            return True
+        return token.flag.startswith("v") and (any_verb or self.frequency(token.word) >= _COMMON_VERB_FREQ)
+
+
+def _scan_back(text: _Text, end: int, limit: int, *, any_verb: bool = False) -> int:
+    """Where a name that ends at ``end`` starts: back over Han characters to a stop, at most ``limit``."""
+    start = end
+    while start > 0 and end - start < limit:
+        ch = text.text[start - 1]
+        if not _is_han(ch) or ch in _STOP_CHARS or text.verb_ends_at(start, any_verb=any_verb):
+            break
+        start -= 1
+    if not any_verb and end - start == 1 and start > 0 and text.text[start - 1] in _PREPOSITION_CHARS:
+        # 和光基金会 at a clause start, 与向海集团: a one-character name with a preposition is the name
+        before = start - 1
+        if text.clause_start(before) or text.text[before - 1] in _PREPOSITION_CHARS:
+            start = before
+    return start
+
+
+def _generic_prefix(text: _Text, start: int, end: int) -> bool:
+    """The part before the suffix is one frequent common word (社区医院, 研究项目): not a name."""
+    prefix = text.text[start:end]
+    token = text.token_at[start]
+    if token is None or token.start != start or token.end != end:
+        return False
+    return (
+        token.flag[:1] in ("n", "v", "a")
+        and token.flag not in ("nr", "ns", "nt", "nz")
+        and (text.frequency(prefix) >= _GENERIC_PREFIX_FREQ or prefix in GENERIC_WORDS)
+    )
+
+
+def _suffix_spans(text: _Text) -> list[NameSpan]:
+    spans: list[NameSpan] = []
+    for match in _SUFFIX_RE.finditer(text.text):
+        suffix, begin, end = match.group(), match.start(), match.end()
+        following = text.text[end : end + 1]
+        if following and following in _BAD_CONTINUATIONS.get(suffix, ""):
+            continue
+        if len(suffix) == 1:
+            span = _place_span(text, begin, end)
+            if span is not None:
+                spans.append(span)
+            continue
+        if suffix in _PROJECT_SUFFIXES:
+            key_type, limit = "topic", 5
+        elif suffix in _LOCATION_SUFFIXES:
+            key_type, limit = "location", 4
+        else:
+            key_type, limit = "organization", 9
+        start = _scan_back(text, begin, limit, any_verb=key_type != "organization")
+        if begin - start < 2 or _generic_prefix(text, start, begin):
+            continue
+        spans.append(NameSpan(start, end, key_type, text.text[start:end]))
+    return spans
+
+
+def _place_span(text: _Text, begin: int, end: int) -> NameSpan | None:
+    """临川市, 白露湖, 长安路: two characters and a one-character place head (or jieba's own ns word)."""
+    token = text.token_at[begin]
+    if (
+        token is not None
+        and token.end == end
+        and token.flag == "ns"
+        and len(token.word) >= 3
+        and token.word not in GENERIC_WORDS
+        and _name_boundary(text, token.start)
+    ):
+        return NameSpan(token.start, end, "location", token.word)  # 石家庄市: jieba knows it whole
+    start = _scan_back(text, begin, 2, any_verb=True)
+    if begin - start != 2 or not _name_boundary(text, start):
+        return None  # a longer run: 沿海地区 is not 海地 + 区
+    if text.frequency(text.text[begin - 1 : end]) >= _PLACE_HEAD_WORD_FREQ:
+        return None  # 地区, 社区, 市区: a common word ends there
+    if (
+        token is not None
+        and token.start == begin
+        and len(token.word) > 1
+        and (text.frequency(token.word) >= _PLACE_HEAD_WORD_FREQ)
+    ):
+        return None  # the head character starts a common word: 市中心, 山区
+    digits = any(ch.isdigit() or ch in "一二三四五六七八九十百千万" for ch in text.text[start:begin])
+    if digits or _generic_prefix(text, start, begin):
+        return None
+    return NameSpan(start, end, "location", text.text[start:end])
+
+
+def _name_boundary(text: _Text, position: int) -> bool:
+    """Nothing of a name can be right before ``position``: a clause start, a stop, a place head, a verb."""
+    if text.clause_start(position):
+        return True
+    ch = text.text[position - 1]
+    return ch in _STOP_CHARS or ch in _PLACE_CHARS or text.verb_ends_at(position, any_verb=True)
+
+
+def _ship_spans(text: _Text) -> list[NameSpan]:
+    return [NameSpan(m.start(), m.end(), "topic", m.group()) for m in _SHIP_RE.finditer(text.text)]
+
+
+def _given_name_end(text: _Text, start: int) -> int:
+    """End of a given name starting at ``start``: one or two Han characters, not over a stop or a word."""
+    end = start
+    while end < len(text.text) and end - start < 2:
+        ch = text.text[end]
+        token = text.token_at[end]
+        if not _is_han(ch) or ch in _STOP_CHARS:
+            break
+        if end > start and token is not None and token.start == end and len(token.word) >= 2:
+            break  # 钟离川 + 来自: the next word is a word of its own
+        if (
+            token is not None
+            and token.start == end
+            and text.verb_ends_at(token.end)
+            and len(token.word) >= 2
+            and token.word in _OBJECT_VERBS
+        ):
+            break
+        end += 1
+    return end
+
+
+def _person_spans(text: _Text) -> list[NameSpan]:
+    spans: list[NameSpan] = []
+    tokens = text.tokens
+    for index, token in enumerate(tokens):
+        word = token.word
+        compound = next((s for s in _COMPOUND_SURNAMES if word.startswith(s)), None)
+        if compound is not None and (len(word) > 2 or token.flag in ("nr", "n", "nrfg", "j")):
+            end = _given_name_end(text, token.start + 2)
+            if end > token.start + 2:
+                spans.append(NameSpan(token.start, end, "person", text.text[token.start : end]))
+            continue
+        if len(word) == 1 and word in _SINGLE_SURNAMES and index + 1 < len(tokens):
+            given = tokens[index + 1]
+            if word in _PREPOSITION_CHARS and not text.clause_start(token.start):
+                continue  # 毕业于北溟: 于 is the preposition there
+            if (
+                given.start == token.end
+                and len(given.word) == 2
+                and all(_is_han(ch) and ch not in _STOP_CHARS for ch in given.word)
+                and given.flag[:1] not in ("p", "c", "u", "r", "m", "q", "f", "d")
+                and text.frequency(given.word) < _GIVEN_NAME_MAX_FREQ
+                and given.word not in GENERIC_WORDS
+            ):
+                spans.append(NameSpan(token.start, given.end, "person", word + given.word))
+            continue
+        if (
+            2 <= len(word) <= 3
+            and word[0] in _SINGLE_SURNAMES
+            and not text.frequency(word)
+            and all(_is_han(ch) and ch not in _NOT_IN_PERSON_NAMES for ch in word[1:])
+            and word[0] not in _PREPOSITION_CHARS
+            and token.flag not in ("ns", "nt", "m", "t")
+        ):
+            spans.append(NameSpan(token.start, token.end, "person", word))  # 顾听澜, 严松: unknown words
+    return spans
+
+
+def chinese_names(text: str, tagged: list[tuple[str, str]], freq: dict[str, int]) -> list[NameSpan]:
+    """Typed name spans of ``text`` (jieba.posseg's ``(word, flag)`` pairs of it, jieba's FREQ table).
+
+    Spans do not overlap: a longer span wins over one inside it (白鹭大学附属医院 over 白鹭大学), a
+    suffix span over a person (北溟大学 over 于北溟); then jieba's nr/ns/nt words outside every span.
+    """
+    tokens: list[_Token] = []
+    offset = 0
+    for word, flag in tagged:
+        tokens.append(_Token(word, flag, offset))
+        offset += len(word)
+    indexed = _Text(text, tokens, freq)
+    chosen: list[NameSpan] = []
+    taken = [False] * len(text)
+    for group in (_ship_spans(indexed), _suffix_spans(indexed), _person_spans(indexed)):
+        for span in sorted(group, key=lambda s: (s.start - s.end, s.start)):  # longest first
+            if not any(taken[span.start : span.end]):
+                chosen.append(span)
+                for i in range(span.start, span.end):
+                    taken[i] = True
+    for token in tokens:
+        if any(taken[token.start : token.end]) or token.word in GENERIC_WORDS or len(token.word) < 2:
+            continue
+        word = token.word
+        if token.flag in ("nr", "nrfg", "nrt"):
+            if word[0] in _PREPOSITION_CHARS and len(word) == 3 and not indexed.clause_start(token.start):
+                word = word[1:]  # 向临江: the preposition jieba glued on
+            if any(ch in _NOT_IN_PERSON_NAMES for ch in word):
+                continue  # 白与罗: two names jieba glued together around 与
+            chosen.append(NameSpan(token.end - len(word), token.end, "person", word))
+        elif token.flag == "ns":
+            chosen.append(NameSpan(token.start, token.end, "location", word))
+        elif token.flag == "nt" and word.endswith(_ORGANIZATION_TAG_ENDS):
+            chosen.append(NameSpan(token.start, token.end, "organization", word))
+        elif (
+            token.flag == "n"
+            and len(word) >= 3
+            and word.endswith(_GOVERNMENT_ENDS)
+            and indexed.frequency(word[-2:]) < _PLACE_HEAD_WORD_FREQ  # not 公司总部, 干部
+        ):
+            chosen.append(NameSpan(token.start, token.end, "organization", word))  # 水利部, 国土资源局
+        else:
+            continue
+        for i in range(token.start, token.end):
+            taken[i] = True
+    return sorted(chosen, key=lambda s: s.start)
