@@ -57,7 +57,7 @@ _ORGANIZATION_WORDS = _words(
     motors energy pharmaceuticals pharma holdings industries enterprises software solutions services
     media brewery breweries dynamics aerospace logistics partners ventures capital batteries shipping
     maritime insurance trust mining chemicals securities consulting resorts observatory archive archives
-    analytics investments fisheries shipyard telecom"""
+    analytics investments fisheries shipyard telecom gazette herald tribune courier seafood seafoods"""
 )
 _LOCATION_WORDS = _words(
     """city county state province river mountain mountains mount lake island islands valley street avenue
@@ -75,7 +75,7 @@ _PLACE_OF_NOUNS = _PLACE_NOUNS | _words("coast mayor outskirts suburbs suburb ce
 _MOTION_VERBS = _words(
     """moved moving move moves sailed sailing sail sails flew flying fly travelled traveled travelling
     traveling travel returned returning return emigrated relocated relocating drove driving walked went going
-    came coming arrived arriving headed heading fled fleeing migrated commuted"""
+    came coming arrived arriving headed heading fled fleeing migrated commuted retired retiring"""
 )
 _ARRIVAL_VERBS = _words("reached reaching left leaving visited visiting")
 # "the research vessel Kronprins Haakon", "aboard the Fram II": a ship is a topic, not a person.

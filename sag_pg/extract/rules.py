@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from sag_pg.extract.chinese_names import GENERIC_WORDS, chinese_names
+from sag_pg.extract.chinese_names import chinese_names, is_generic
 from sag_pg.extract.english_names import _FUNCTION_WORDS, _GAZETTEER, _TOKEN_RE, _analyse, _words
 from sag_pg.text.chunking import markdown_to_prose
 from sag_pg.text.normalize import find_date, find_years, normalize_key, parse_year
@@ -157,6 +157,8 @@ def _english_keys(
             continue  # "Need Is Love" is what is left of the subject "All You Need Is Love"
         single = len(phrase.tokens) == 1
         word = phrase.words[0]
+        if single and len(word) == 1 and contains_han(text[max(0, start - 1) : phrase.tokens[0][2] + 1]):
+            continue  # the B of B站, the A of A股: a letter that is part of a Chinese word
         initial_only = single and phrase.sentence_initial and word.isalpha() and not word.isupper()
         if initial_only and word not in evidence:
             continue  # "Born", "Critics": capitalised only because a sentence starts there
@@ -197,6 +199,8 @@ def _chinese_keys(text: str, candidates: _Candidates) -> None:
     index_at = {start: index for index, start in enumerate(starts)}
     for span in spans:
         key_type, name = span.type, span.name
+        if name in _CHINESE_STOP_WORDS:
+            continue  # 东西 ("thing"), tagged as a place
         index = index_at.get(span.start)
         following = next((i for i, s in enumerate(starts) if s >= span.end), None)
         following_flag = pairs[following][1] if following is not None else "x"
@@ -231,7 +235,7 @@ def _chinese_keys(text: str, candidates: _Candidates) -> None:
         if following_flag == "t" and _ERA_YEAR_RE.fullmatch(following_word):
             continue  # 建安 of 建安五年: the era year is the key
         key_type, priority = mapped
-        if key_type == "topic" and word in GENERIC_WORDS:
+        if key_type == "topic" and is_generic(word):
             continue  # 总部, 工程师, 所长: roles and parts of anything, edges to everything
         after_locative = index > 0 and pairs[index - 1][0] in _LOCATIVE_PREPOSITIONS
         if key_type == "topic" and after_locative and following_flag == "v":
