@@ -2,8 +2,9 @@
 
 The gold set (tests/data/key_gold.jsonl, scored by tests/key_gold.py) was written before the extractor was
 changed; the figures it had then and has now are in docs/extraction.md.  The floor is the issue's: 0.85 for
-persons, organizations and locations in each language.  tests/data/key_gold_fresh.jsonl was written after
-the change and never tuned on; it is held to a lower floor so that it keeps telling the truth.
+persons, organizations and locations in each language.  tests/data/key_gold_fresh*.jsonl were written after
+the first and the second round of rules, measured before any rule was changed for them (figures in
+docs/extraction.md), and are held to a lower floor.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ def test_generic_words_and_broken_spans_are_not_keys(gold_score) -> None:
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
-def test_fresh_sentences_written_after_the_change(lang: str) -> None:
-    fresh = score(extract, load_gold(Path(__file__).parent / "data" / "key_gold_fresh.jsonl"), [lang])
+@pytest.mark.parametrize("name", ["key_gold_fresh.jsonl", "key_gold_fresh2.jsonl"])
+def test_fresh_sentences_written_after_the_change(name: str, lang: str) -> None:
+    fresh = score(extract, load_gold(Path(__file__).parent / "data" / name), [lang])
     tp = sum(fresh.counts[(lang, t)].tp for t in NAMED_TYPES)
     fp = sum(fresh.counts[(lang, t)].fp for t in NAMED_TYPES)
     fn = sum(fresh.counts[(lang, t)].fn for t in NAMED_TYPES)

@@ -223,9 +223,11 @@ def _suffix_spans(text: _Text) -> list[NameSpan]:
         if following and following in _BAD_CONTINUATIONS.get(suffix, ""):
             continue
         if len(suffix) == 1:
-            span = (_place_span if suffix in _PLACE_CHARS else _organization_char_span)(text, begin, end)
-            if span is not None:
-                spans.append(span)
+            if suffix in _PLACE_CHARS:
+                span = _place_span(text, begin, end)
+                spans.extend([span] if span is not None else [])
+            else:
+                spans.extend(_organization_char_span(text, begin, end))
             continue
         if suffix in _PROJECT_SUFFIXES:
             key_type, limit = "topic", 5
@@ -240,7 +242,39 @@ def _suffix_spans(text: _Text) -> list[NameSpan]:
         if begin - start < 2 or _generic_prefix(text, start, begin):
             continue
         spans.append(NameSpan(start, end, key_type, text.text[start:end]))
+        if key_type == "organization":
+            spans.extend(_without_place(text, start, begin, end))
     return spans
+
+
+def _without_place(text: _Text, start: int, begin: int, end: int) -> list[NameSpan]:
+    """The organization without the place it starts with: 乌瓦尔德市罗伯小学 -> 罗伯小学, 美国硅谷银行 -> 硅谷银行.
+
+    Not when what is left is generic: 商业银行 of 长江商业银行, 中级人民法院, 规划局."""
+    for cut in range(begin - 2, start, -1):
+        token = text.token_at[cut - 1]
+        after_place = text.text[cut - 1] in "省市县区州" or (
+            token is not None and token.flag == "ns" and token.end == cut and token.start >= start
+        )
+        if not after_place:
+            continue
+        first = text.token_at[cut]
+        common = (
+            first is not None
+            and (
+                first.flag == "b"
+                or (first.end > begin and text.frequency(first.word) > 0)  # 商业银行: one dictionary word
+                or (
+                    first.flag[:1] in ("n", "v", "a")
+                    and first.flag not in ("nr", "ns", "nt", "nz")
+                    and text.frequency(first.word) >= _GENERIC_PREFIX_FREQ
+                )
+            )
+        )
+        if common or _generic_prefix(text, cut, begin) or text.text[cut] in _PLACE_CHARS:
+            return []
+        return [NameSpan(cut, end, "organization", text.text[cut:end])]
+    return []
 
 
 def _place_span(text: _Text, begin: int, end: int) -> NameSpan | None:
@@ -278,17 +312,20 @@ def _place_span(text: _Text, begin: int, end: int) -> NameSpan | None:
     return NameSpan(start, end, "location", text.text[start:end])
 
 
-def _organization_char_span(text: _Text, begin: int, end: int) -> NameSpan | None:
+def _organization_char_span(text: _Text, begin: int, end: int) -> list[NameSpan]:
     """金陵机械厂, 广州市规划局: a one-character head that ends a word (not 局长), with a name before it."""
     token = text.token_at[begin]
     if token is None or token.end != end:
-        return None  # 局长, 厂房: the head is inside a word
+        return []  # 局长, 厂房: the head is inside a word
     if token.flag == "nt" and len(token.word) >= 3:
-        return NameSpan(token.start, end, "organization", token.word)  # 国家海洋局: jieba knows it whole
+        return [NameSpan(token.start, end, "organization", token.word)]  # 国家海洋局: jieba knows it whole
     start = _scan_back(text, begin, 9, any_verb=True)
     if begin - start < 2 or _generic_prefix(text, start, begin):
-        return None  # 规划局, 工厂: a common word and the head
-    return NameSpan(start, end, "organization", text.text[start:end])
+        return []  # 规划局, 工厂: a common word and the head
+    return [
+        NameSpan(start, end, "organization", text.text[start:end]),
+        *_without_place(text, start, begin, end),
+    ]
 
 
 def _name_boundary(text: _Text, position: int) -> bool:
@@ -399,10 +436,15 @@ def chinese_names(text: str, tagged: list[tuple[str, str]], freq: dict[str, int]
                 for i in range(span.start, span.end):
                     taken[i] = True
             elif span.type == "organization" and any(
-                outer.type == "organization" and outer.start == span.start and outer.end > span.end
+                outer.type == "organization"
+                and outer.start <= span.start
+                and span.end <= outer.end
+                and (outer.start == span.start or outer.end == span.end)
                 for outer in chosen
             ):
-                chosen.append(span)  # 东岳大学 of 东岳大学法学院: the parent institution is a key too
+                # 东岳大学 of 东岳大学法学院 (the parent institution), 罗伯小学 of 乌瓦尔德市罗伯小学 (the
+                # organization without its place, as other texts and questions write it): keys too
+                chosen.append(span)
     for index, token in enumerate(tokens):
         if any(taken[token.start : token.end]) or token.word in GENERIC_WORDS or len(token.word) < 2:
             continue
