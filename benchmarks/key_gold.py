@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python benchmarks/key_gold.py rules            # sag-pg's offline rule extractor
     PYTHONPATH=. python benchmarks/key_gold.py jieba            # jieba.posseg tags alone (nr/ns/nt)
-    PYTHONPATH=. python benchmarks/key_gold.py thulac           # candidates, in a venv that has them
+    PYTHONPATH=.:VENV/lib/python3.11/site-packages python benchmarks/key_gold.py thulac   # a candidate
+                                                                # (thulac, jiagu, jiojio, pkuseg, lac)
     ... --errors   to list every false positive / negative
 
 Candidates other than ``rules`` are scored on the Chinese sentences only (they tag Chinese).  Besides the
@@ -126,6 +127,17 @@ def lac_extractor():
     return extract
 
 
+def jiojio_extractor():
+    import jiojio
+
+    jiojio.init(pos_rule=True, pos=True)
+
+    def extract(text: str, chunk_title: str) -> Iterable[tuple[str, str]]:
+        return [(_JIEBA_TYPES[t], w) for w, t in jiojio.cut(text) if t in _JIEBA_TYPES]
+
+    return extract
+
+
 EXTRACTORS = {
     "rules": rules_extractor,
     "jieba": jieba_extractor,
@@ -133,6 +145,7 @@ EXTRACTORS = {
     "jiagu": jiagu_extractor,
     "pkuseg": pkuseg_extractor,
     "lac": lac_extractor,
+    "jiojio": jiojio_extractor,
 }
 
 
