@@ -55,7 +55,9 @@ _ORGANIZATION_WORDS = _words(
     government administration network systems technologies entertainment publishing publishers
     pictures films broadcasting railway railways police brigade regiment division fc foods food robotics
     motors energy pharmaceuticals pharma holdings industries enterprises software solutions services
-    media brewery breweries dynamics aerospace logistics partners ventures"""
+    media brewery breweries dynamics aerospace logistics partners ventures capital batteries shipping
+    maritime insurance trust mining chemicals securities consulting resorts observatory archive archives
+    analytics investments fisheries shipyard telecom gazette herald tribune courier seafood seafoods"""
 )
 _LOCATION_WORDS = _words(
     """city county state province river mountain mountains mount lake island islands valley street avenue
@@ -66,6 +68,22 @@ _LOCATION_WORDS = _words(
 _LOCATION_PREFIXES = _words("new san santa los las fort port mount lake cape saint st east west north south")
 _LOCATION_CUES = _words("in at near outside across")
 _PLACE_NOUNS = _words("city town village state province county country region island capital district")
+# "the coast of Finnmark", "mayor of Ibadan": the name after "of" is a place.
+_PLACE_OF_NOUNS = _PLACE_NOUNS | _words("coast mayor outskirts suburbs suburb centre center port shores")
+# "sailed from Longyearbyen", "moved to Bergen", "reached Tromsø": a motion verb before "from"/"to" (or
+# before the name itself) makes the name a place.
+_MOTION_VERBS = _words(
+    """moved moving move moves sailed sailing sail sails flew flying fly travelled traveled travelling
+    traveling travel returned returning return emigrated relocated relocating drove driving walked went going
+    came coming arrived arriving headed heading fled fleeing migrated commuted retired retiring"""
+)
+_ARRIVAL_VERBS = _words("reached reaching left leaving visited visiting")
+# "the research vessel Kronprins Haakon", "aboard the Fram II": a ship is a topic, not a person.
+_SHIP_CUES = _words(
+    """vessel ship icebreaker ferry frigate schooner yacht tanker trawler liner steamer steamship submarine
+    destroyer cruiser battleship boat aboard"""
+)
+_SHIP_PREFIXES = _words("ms hms rv ss uss mv hmcs hmas")
 # Title-case words that make a two-word phrase something other than a person's name.
 _NON_NAME_WORDS = _words(
     """war prize award awards act treaty revolution empire dynasty age era day cup games olympics festival
@@ -113,7 +131,10 @@ _GAZETTEER = _names(  # countries, continents, US states, big cities: locations 
 )
 
 # ------------------------------------------------------------------------------------------ patterns
-_TOKEN_RE = re.compile(r"[^\W_](?:\w|['’\-.&](?=[^\W_]))*")
+_HAN_RANGES = "\u3005\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_LETTER = f"[^\\W_{_HAN_RANGES}]"  # a letter or digit that is not a Han character
+# A Latin run next to Han text ends at the script boundary: "Robotics签订合作协议" is "Robotics".
+_TOKEN_RE = re.compile(f"{_LETTER}(?:{_LETTER}|['’\\-.&](?={_LETTER}))*")
 _NEXT_WORD_RE = re.compile(r"\s+([a-z]+)\b")
 _AFTER_COMMA_RE = re.compile(r",\s*([A-Z][a-z]+(?: [A-Z][a-z]+)?)")
 
@@ -252,6 +273,8 @@ def _clean_phrase(phrase: _Phrase) -> _Phrase | None:
     stripped = False
     while tokens and (tokens[0][0].lower() in _FUNCTION_WORDS or tokens[0][0].lower() in _HONORIFICS):
         head = tokens[0][0].lower()
+        if head in _SHIP_PREFIXES and tokens[0][0].isupper() and len(tokens) > 1:
+            break  # MS Nordkapp is a ship, not Ms. Nordkapp
         if head in _HONORIFICS:
             if len(tokens) == 1:
                 return None  # "Dr" of "Dr. Carl Rogers": the name follows as its own phrase
@@ -283,12 +306,14 @@ def _looks_like_person_name(words: list[str]) -> bool:
             w[0].isupper() and (len(w) == 1 or not w.isupper()) and re.sub(r"['’-]", "", w).isalpha()
             for w in name_words
         )
-        and not any(w.lower() in _NON_NAME_WORDS for w in name_words)
+        and not any(re.sub(r"['’]s$", "", w.lower()) in _NON_NAME_WORDS for w in name_words)
     )
 
 
 def _classify(phrase: _Phrase, name: str) -> str:
-    lowered = [w.lower().rstrip(".") for w in phrase.words]
+    lowered = [re.sub(r"['’]s$", "", w.lower().rstrip(".")) for w in phrase.words]
+    if phrase.preceding[1] in _SHIP_CUES or (len(lowered) >= 2 and lowered[0] in _SHIP_PREFIXES):
+        return "topic"  # the research vessel Kronprins Haakon, MS Nordkapp
     if any(w in _ORGANIZATION_WORDS for w in lowered):
         return "organization"
     if name.lower() in _GAZETTEER or any(w in _LOCATION_WORDS for w in lowered[1:]):
@@ -302,7 +327,16 @@ def _classify(phrase: _Phrase, name: str) -> str:
     next_word = _NEXT_WORD_RE.match(phrase.following_text)
     used_as_noun = next_word is None or next_word.group(1) in _FUNCTION_WORDS  # not "in Chinese mythology"
     demonym = len(lowered) == 1 and lowered[0].endswith(_DEMONYM_SUFFIXES)  # "in Akkadian and Sumerian myths"
-    if used_as_noun and not demonym and (last in _LOCATION_CUES or (last == "of" and before in _PLACE_NOUNS)):
+    moved = (
+        last in _ARRIVAL_VERBS
+        or last in _MOTION_VERBS
+        or (last in ("from", "to", "for") and before in _MOTION_VERBS)
+    )  # sailed from Longyearbyen, moved to Bergen, reached Tromsø
+    if (
+        used_as_noun
+        and not demonym
+        and (last in _LOCATION_CUES or (last == "of" and before in _PLACE_OF_NOUNS) or moved)
+    ):
         return "location"  # in Chicago, the city of Chicago
     after_comma = _AFTER_COMMA_RE.match(phrase.following_text)
     if after_comma is not None and after_comma.group(1).lower() in _GAZETTEER:
@@ -332,8 +366,12 @@ def _analyse(text: str) -> tuple[list[_Found], frozenset[str], tuple[str, ...]]:
                 continue
             name = cleaned.name(text)
             key_type = _classify(cleaned, name)
+            if found and key_type in ("topic", "person") and len(cleaned.tokens) == 1:
+                previous = found[-1]
+                gap = text[previous[0].tokens[-1][2] : cleaned.tokens[0][1]].strip().lower()
+                if previous[2] == "location" and gap in ("to", "and", "or"):
+                    key_type = "location"  # from Longyearbyen to Svalbard
             found.append((cleaned, name, key_type, uncleaned))
             if key_type == "person" and len(cleaned.tokens) >= 2:
                 persons.append(name)
     return found, frozenset(capitalized), tuple(persons)
-

@@ -27,16 +27,18 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from sag_pg.extract.chinese_names import chinese_names, is_generic
 from sag_pg.extract.english_names import _FUNCTION_WORDS, _GAZETTEER, _TOKEN_RE, _analyse, _words
 from sag_pg.text.chunking import markdown_to_prose
 from sag_pg.text.normalize import find_date, find_years, normalize_key, parse_year
-from sag_pg.text.tokenize import contains_han, load_jieba_posseg, split_sentences
+from sag_pg.text.tokenize import contains_han, load_jieba, load_jieba_posseg, split_sentences
 from sag_pg.types import Chunk, EventDraft, KeyDraft
 
 __all__ = ["RuleExtractor"]
 
 
 # ---------------------------------------------------------------------------------------- lexicons
+_ARTICLES = _words("the a an")
 _PRONOUN_STARTS = _words("he she it they his her its their this these those we")
 _CHINESE_PRONOUN_STARTS = ("他", "她", "它", "其", "此", "该")
 # Key priorities when an event has more keys than the cap: most specific first.
@@ -97,7 +99,8 @@ def _subject(title: str) -> tuple[str, str]:
     if comma and head and tail.rsplit(", ", 1)[-1].lower() in _GAZETTEER:
         name, qualifiers = head, [tail, *qualifiers]  # "Rochester, New York": text writes "Rochester"
     words = name.split()
-    while len(words) > 1 and words[0].lower() in _FUNCTION_WORDS and words[1].lower() not in _FUNCTION_WORDS:
+    # Only an article goes ("The Prestige"): "Later life" is a heading, not the key "life".
+    while len(words) > 1 and words[0].lower() in _ARTICLES and words[1].lower() not in _FUNCTION_WORDS:
         words.pop(0)
     return " ".join(words), ", ".join(qualifiers)
 
@@ -154,6 +157,8 @@ def _english_keys(
             continue  # "Need Is Love" is what is left of the subject "All You Need Is Love"
         single = len(phrase.tokens) == 1
         word = phrase.words[0]
+        if single and len(word) == 1 and contains_han(text[max(0, start - 1) : phrase.tokens[0][2] + 1]):
+            continue  # the B of B站, the A of A股: a letter that is part of a Chinese word
         initial_only = single and phrase.sentence_initial and word.isalpha() and not word.isupper()
         if initial_only and word not in evidence:
             continue  # "Born", "Critics": capitalised only because a sentence starts there
@@ -181,7 +186,37 @@ def _quoted_keys(text: str, candidates: _Candidates) -> list[tuple[int, int]]:
 
 def _chinese_keys(text: str, candidates: _Candidates) -> None:
     pairs = [(p.word, p.flag) for p in load_jieba_posseg().lcut(text)]
+    starts: list[int] = []
+    offset = 0
+    for word, _ in pairs:
+        starts.append(offset)
+        offset += len(word)
+    spans = chinese_names(text, pairs, load_jieba().dt.FREQ)
+    taken = [False] * len(text)
+    for span in spans:
+        for i in range(span.start, span.end):
+            taken[i] = True
+    index_at = {start: index for index, start in enumerate(starts)}
+    for span in spans:
+        key_type, name = span.type, span.name
+        if name in _CHINESE_STOP_WORDS:
+            continue  # 东西 ("thing"), tagged as a place
+        index = index_at.get(span.start)
+        following = next((i for i, s in enumerate(starts) if s >= span.end), None)
+        following_flag = pairs[following][1] if following is not None else "x"
+        after_locative = (
+            span.start > 0
+            and text[span.start - 1] in _LOCATIVE_PREPOSITIONS
+            and (index is None or index == 0 or len(pairs[index - 1][0]) == 1)
+        )
+        if key_type == "person" and (
+            name.endswith(_CHINESE_PLACE_SUFFIXES)
+            or (after_locative and (following_flag.startswith("v") or following_flag == "x"))
+        ):
+            key_type = "location"  # 在官渡展开, 病逝于白帝城: jieba says name, grammar says place
+        candidates.add(_PHRASE if key_type == "topic" else _NAMED, key_type, name)
     for index, (word, flag) in enumerate(pairs):
+        start = starts[index]
         if flag == "t":
             if word in _CHINESE_RELATIVE_TIMES or not _TIME_WORD_RE.search(word):
                 continue
@@ -194,20 +229,16 @@ def _chinese_keys(text: str, candidates: _Candidates) -> None:
         mapped = _CHINESE_TAG_TYPES.get(flag)
         if mapped is None or len(word) < 2 or word in _CHINESE_STOP_WORDS or not contains_han(word):
             continue
+        if mapped[0] in ("person", "location", "organization") or any(taken[start : start + len(word)]):
+            continue  # names are the spans above; a word inside one (大学 of 北溟大学) is not a key
         following_word, following_flag = pairs[index + 1] if index + 1 < len(pairs) else ("", "x")
         if following_flag == "t" and _ERA_YEAR_RE.fullmatch(following_word):
             continue  # 建安 of 建安五年: the era year is the key
         key_type, priority = mapped
+        if key_type == "topic" and is_generic(word):
+            continue  # 总部, 工程师, 所长: roles and parts of anything, edges to everything
         after_locative = index > 0 and pairs[index - 1][0] in _LOCATIVE_PREPOSITIONS
-        if key_type == "person" and (
-            word.endswith(_CHINESE_PLACE_SUFFIXES)
-            or (after_locative and (following_flag.startswith("v") or following_flag == "x"))
-        ):
-            key_type, priority = (
-                "location",
-                _NAMED,
-            )  # 在官渡展开, 病逝于白帝城: jieba says name, grammar says place
-        elif key_type == "topic" and after_locative and following_flag.startswith("v"):
+        if key_type == "topic" and after_locative and following_flag == "v":
             key_type, priority = "location", _NAMED  # 在赤壁迎战
         candidates.add(priority, key_type, word)
 

@@ -1,0 +1,485 @@
+"""Chinese names in running text, without a model: jieba's tags, corrected by suffixes and grammar.
+
+jieba.posseg alone gets Chinese names wrong in ways that break keys (measured on tests/data/key_gold.jsonl,
+see docs/extraction.md): a preposition glued to a name ("毕业于北溟大学" -> ``于北溟``), an organization cut
+from its head noun (``红杉`` + ``公司``), a given name cut from its surname (``陆`` + ``行舟``).  This module
+finds the spans first and lets the tags fill in what the spans do not cover:
+
+* organizations, places and projects by their head noun: a suffix (…大学, …研究所, …博物馆, …公司, …集团,
+  …银行, …医院, …省/市/县/村/路, …计划/项目) and the name before it, scanned back to a function character
+  (于 在 与 和 向 从 对 被 由 的 了 …), a clause verb or punctuation.  The suffix alone (大学) is not a key;
+* ships: the name after 船/轮/舰/艇 up to 号;
+* persons: a surname (single or compound) joined to the given name jieba split off, or a word jieba's
+  dictionary does not know that starts with a surname (``顾听澜``), besides jieba's own ``nr``.
+
+Only the lexicon of jieba's default dictionary is read (word frequencies); nothing is added to it, so the
+tokens BM25 sees (:mod:`sag_pg.text.tokenize`) do not change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["GENERIC_WORDS", "NameSpan", "chinese_names", "is_generic"]
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+# -------------------------------------------------------------------------------------------- lexicons
+_ORGANIZATION_SUFFIXES = _split(
+    "大学 学院 中学 小学 书院 研究所 研究院 研究中心 实验室 博物馆 美术馆 图书馆 纪念馆 科技馆 公司 集团 "
+    "银行 医院 基金会 协会 学会 委员会 资本 证券 法院 检察院 出版社 报社 电视台 事务所 俱乐部 剧院 乐团 酒店"
+)
+_LOCATION_SUFFIXES = _split("沙漠 海峡 半岛 高原 平原 盆地 群岛 山脉 自治区")
+_PLACE_CHARS = "省市县区镇乡村港山湖岛路街湾峰"
+_ORGANIZATION_CHARS = "厂局厅"  # one-character heads of organizations: 金陵机械厂, 广州市规划局  # one-character place heads: 临川市, 白露湖, 长安路
+_PROJECT_SUFFIXES = _split("计划 项目")
+_SHIP_CUES = "船轮舰艇"
+# What follows a suffix and makes it a different word: 大学生 is a student, 公司法 a law.
+_BAD_CONTINUATIONS = {"大学": "生", "公司": "法", "银行": "家卡", "项目": "组", "计划": "书"}
+# Characters that never sit inside a name here: prepositions, conjunctions, particles, demonstratives,
+# measure words.  A name scanned back from its suffix stops at them.
+_STOP_CHARS = frozenset(
+    "于在与和及或同跟向从对被由把将为给让使以是的了着过之其该这那此每各本全某所个家位座名条批种些届次已曾也都并而就还又再到往赴至"
+)
+_PREPOSITION_CHARS = frozenset("于在与和向从对被由同跟")
+_NOT_IN_PERSON_NAMES = frozenset("于在与和及或的了着是该这那")
+# Verbs that take an organization or place as object (担任X, 调任X); common verbs are caught by frequency.
+_OBJECT_VERBS = frozenset(
+    _split(
+        """担任 调任 进入 加入 创办 成立 来自 前往 位于 设在 毕业 就职 就读 任职 收购 起诉 领导 管理 访问 离开
+        参观 考察 捐赠 投资 签约 入职 供职 转入 调往 派往 借调 留学 攻读 返回 回到 抵达 到达 代表 出席 参加 合并
+        并购 加盟 隶属 属于 联合 支持 资助 赞助 委托 邀请 批准 分配 飞往 赶赴 来到 途经"""
+    )
+)
+# After these a name is a place (抵达拉萨: jieba says nr).
+_PLACE_VERBS = frozenset(_split("抵达 到达 前往 来到 飞往 赶赴 回到 返回 途经 访问 位于 地处 路过 定居"))
+# Nouns that name a role, a part of an organization or a generic thing: never keys on their own.
+GENERIC_WORDS = frozenset(
+    _split(
+        """总部 项目 计划 工程 工程师 研究 现任 所长 大学 学院 公司 集团 银行 医院 研究所 研究院 博物馆 基金会
+        馆长 院长 校长 董事长 总经理 经理 主任 教授 博士 硕士 学生 创始人 负责人 主持人 合伙人 首席 科学家 导师
+        家乡 省会 分公司 子公司 母公司 本市 本省 本县 全市 全省 分行 分所 学校 该校 毕业 工作 合作 协议 方案 报告 部门 机构 单位 团队 成员 人员 员工
+        同事 领导 老师 专家 学者 记者 作者 天文学家 首席科学家 总裁 副总裁 董事 股东 市中心 境内 当地 本地 全国
+        各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 海洋 古城 城市 乡村 农村 山区 沿海地区 交汇处 远洋货轮 科考船 破冰船 探险队"""
+    )
+)
+# The generic words a name never reaches over when scanned back (现任青岚计划 is 青岚计划): roles, not heads
+# (大学 of 白鹭大学附属医院) nor places (海洋 of 远澜海洋研究院).
+_ROLE_WORDS = GENERIC_WORDS - frozenset(
+    _split(
+        """大学 学院 公司 集团 银行 医院 研究所 研究院 博物馆 基金会 项目 计划 工程 海洋 古城 城市 乡村 农村 山区
+        沿海地区 市中心 境内 当地 本地 全国 各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 交汇处"""
+    )
+)
+# The ~120 commonest: only these start a name jieba did not see (安备, 官网, 原标题 are not names).
+_COMMON_SURNAMES = frozenset(
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林罗高郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘蔡蒋余杜叶程魏苏吕丁任沈姚卢姜崔钟"
+    "谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤常温康施文牛樊葛邢"
+)
+# Rarer surnames join a given name only where jieba itself tagged the character a name (芮/nr 晴川).
+_RARE_SURNAMES = frozenset(
+    "安齐易乔伍庞颜倪庄聂章鲁岳翟殷詹申欧耿关兰焦俞左柳甘祝包宁尚符舒阮柯纪梅童凌毕单季裴霍涂成苗谷盛曲翁冉骆蓝"
+    "路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳时穆农司卓古吉缪简车项连芦麦褚娄窦戚岑景党宫费卜冷晏席卫米柏宗瞿"
+    "桂全佟应臧闵苟邬边卞姬师仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩明佘池查麻苑迟邝官封谈匡鞠惠荆乐冀郁胥南班储原栗"
+    "燕楚鄢劳谌奚皮粟冼蔺楼盘满闻厉伊仝郜阚花权强帅屠豆朴盖练廉禹井祖漆巴丰支卿狄平计索宣晋相初门云容敬扈晁芮"
+)
+_COMPOUND_SURNAMES = _split(
+    "欧阳 司马 诸葛 上官 慕容 东方 公孙 令狐 皇甫 司徒 夏侯 长孙 宇文 尉迟 钟离 端木 独孤 南宫 西门 百里"
+)
+# A given name is rare as a dictionary word; 速度, 水平 after 高 are not names.
+_GIVEN_NAME_MAX_FREQ = 1500
+_COMMON_VERB_FREQ = 2000  # a verb this frequent ends a name scanned back from its suffix
+_GENERIC_PREFIX_FREQ = 3000  # 社区医院, 科技公司: a frequent common noun alone is not a name
+_PLACE_HEAD_WORD_FREQ = 1000  # 地区, 社区: the last character and the place head form a common word
+_PLACE_PREFIX_MAX_FREQ = 500  # 人生路: a place's own name is rarely a common word
+_GOVERNMENT_ENDS = tuple("部局厅署委")
+_PLACE_SIDE_RE = re.compile("(?:畔|边|旁|一带|附近|沿岸)$")  # 黄浦江畔 is 黄浦江
+_HAN_RE = re.compile(r"[\u3400-\u9fff]")
+
+
+@dataclass(frozen=True)
+class NameSpan:
+    start: int
+    end: int
+    type: str  # person, organization, location, topic
+    name: str
+
+
+@dataclass
+class _Token:
+    word: str
+    flag: str
+    start: int
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.word)
+
+
+_ROLE_HEADS = frozenset("局部厅处科院校所馆社会市县省镇村乡区股组队班团行店厂司")
+
+
+def is_generic(word: str) -> bool:
+    """A word that is never a key on its own: a role (所长, 局长), a suffix alone (大学, 图书馆), 总部…"""
+    return (
+        word in GENERIC_WORDS
+        or word in _ORGANIZATION_SUFFIXES
+        or word in _LOCATION_SUFFIXES
+        or (len(word) == 2 and word[1] == "长" and word[0] in _ROLE_HEADS)
+    )
+
+
+def _is_han(ch: str) -> bool:
+    return bool(_HAN_RE.match(ch))
+
+
+def _suffix_re() -> re.Pattern[str]:
+    words = sorted([*_ORGANIZATION_SUFFIXES, *_LOCATION_SUFFIXES, *_PROJECT_SUFFIXES], key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, words)) + f"|[{_PLACE_CHARS}{_ORGANIZATION_CHARS}]")
+
+
+_SUFFIX_RE = _suffix_re()
+_SHIP_RE = re.compile(
+    f"(?<=[{_SHIP_CUES}])([\u4e00-\u9fff]{{2,4}}?号)"  # 科考船雪鸮号
+    f"|(?<![\u4e00-\u9fff])([\u4e00-\u9fff]{{2,4}}?号)(?=[\u4e00-\u9fff]{{0,2}}[{_SHIP_CUES}])"  # 海燕号科考船
+)
+
+
+class _Text:
+    """The sentence with its jieba tokens, indexed by character."""
+
+    def __init__(self, text: str, tokens: list[_Token], freq: dict[str, int]):
+        self.text = text
+        self.tokens = tokens
+        self.freq = freq
+        self.token_at: list[_Token | None] = [None] * len(text)
+        for token in tokens:
+            for i in range(token.start, min(token.end, len(text))):
+                self.token_at[i] = token
+
+    def frequency(self, word: str) -> int:
+        return self.freq.get(word) or 0
+
+    def clause_start(self, position: int) -> bool:
+        return position == 0 or not _is_han(self.text[position - 1])
+
+    def verb_ends_at(self, position: int, *, any_verb: bool = False) -> bool:
+        """A clause verb (担任, 进入) or a generic word (现任) ends right before ``position``: a name does not
+        reach over it.  ``any_verb``: every verb does (places and projects; 远航物流集团 needs the default)."""
+        token = self.token_at[position - 1] if position > 0 else None
+        if token is None or token.end != position or len(token.word) < 2:
+            return False
+        if token.word in _OBJECT_VERBS or token.word in _ROLE_WORDS:
+            return True
+        return token.flag.startswith("v") and (any_verb or self.frequency(token.word) >= _COMMON_VERB_FREQ)
+
+
+def _scan_back(text: _Text, end: int, limit: int, *, any_verb: bool = False) -> int:
+    """Where a name that ends at ``end`` starts: back over Han characters to a stop, at most ``limit``."""
+    start = end
+    while start > 0 and end - start < limit:
+        ch = text.text[start - 1]
+        # A verb right before the head is part of the name (海川制造集团, 丰收项目), one further is not.
+        verb = start < end and text.verb_ends_at(start, any_verb=any_verb)
+        if not _is_han(ch) or ch in _STOP_CHARS or verb:
+            break
+        start -= 1
+    if not any_verb and end - start == 1 and start > 0 and text.text[start - 1] in _PREPOSITION_CHARS:
+        # 和光基金会 at a clause start, 与向海集团: a one-character name with a preposition is the name
+        before = start - 1
+        if text.clause_start(before) or text.text[before - 1] in _PREPOSITION_CHARS:
+            start = before
+    return start
+
+
+def _generic_prefix(text: _Text, start: int, end: int) -> bool:
+    """The part before the suffix is one frequent common word (社区医院, 研究项目), a verb that takes the
+    organization as object (创办公司), or prefix and suffix are one common word (合作项目): not a name."""
+    prefix = text.text[start:end]
+    token = text.token_at[start]
+    if prefix in _OBJECT_VERBS:
+        return True
+    if token is not None and token.start == start and token.end > end:
+        whole = token.flag not in ("nr", "ns", "nt", "nz") and text.frequency(token.word) > 0
+        return whole and token.end <= end + 2  # 合作项目, 重点项目: the dictionary's own compound
+    if token is None or token.start != start or token.end != end:
+        return False
+    return (
+        token.flag[:1] in ("n", "v", "a")
+        and token.flag not in ("nr", "ns", "nt", "nz")
+        and (text.frequency(prefix) >= _GENERIC_PREFIX_FREQ or prefix in GENERIC_WORDS)
+    )
+
+
+def _suffix_spans(text: _Text) -> list[NameSpan]:
+    spans: list[NameSpan] = []
+    for match in _SUFFIX_RE.finditer(text.text):
+        suffix, begin, end = match.group(), match.start(), match.end()
+        following = text.text[end : end + 1]
+        if following and following in _BAD_CONTINUATIONS.get(suffix, ""):
+            continue
+        if len(suffix) == 1:
+            if suffix in _PLACE_CHARS:
+                span = _place_span(text, begin, end)
+                spans.extend([span] if span is not None else [])
+            else:
+                spans.extend(_organization_char_span(text, begin, end))
+            continue
+        if suffix in _PROJECT_SUFFIXES:
+            key_type, limit = "topic", 5
+        elif suffix in _LOCATION_SUFFIXES:
+            key_type, limit = "location", 4
+        else:
+            key_type, limit = "organization", 12
+        start = _scan_back(text, begin, limit, any_verb=key_type != "organization")
+        whole = text.token_at[begin]
+        if whole is not None and whole.flag in ("nt", "ns") and whole.end == end and whole.start < start:
+            start = whole.start  # 国家自然科学基金委员会: jieba knows the whole name (家 is no stop there)
+        if begin - start < 2 or _generic_prefix(text, start, begin):
+            continue
+        spans.append(NameSpan(start, end, key_type, text.text[start:end]))
+        if key_type == "organization":
+            spans.extend(_without_place(text, start, begin, end))
+    return spans
+
+
+def _without_place(text: _Text, start: int, begin: int, end: int) -> list[NameSpan]:
+    """The organization without the place it starts with: 乌瓦尔德市罗伯小学 -> 罗伯小学, 美国硅谷银行 -> 硅谷银行.
+
+    Not when what is left is generic: 商业银行 of 长江商业银行, 中级人民法院, 规划局."""
+    for cut in range(begin - 2, start, -1):
+        token = text.token_at[cut - 1]
+        after_place = text.text[cut - 1] in "省市县区州" or (
+            token is not None and token.flag == "ns" and token.end == cut and token.start >= start
+        )
+        if not after_place:
+            continue
+        first = text.token_at[cut]
+        common = (
+            first is not None
+            and (
+                first.flag == "b"
+                or (first.end > begin and text.frequency(first.word) > 0)  # 商业银行: one dictionary word
+                or (
+                    first.flag[:1] in ("n", "v", "a")
+                    and first.flag not in ("nr", "ns", "nt", "nz")
+                    and text.frequency(first.word) >= _GENERIC_PREFIX_FREQ
+                )
+            )
+        )
+        if common or _generic_prefix(text, cut, begin) or text.text[cut] in _PLACE_CHARS:
+            return []
+        return [NameSpan(cut, end, "organization", text.text[cut:end])]
+    return []
+
+
+def _place_span(text: _Text, begin: int, end: int) -> NameSpan | None:
+    """临川市, 白露湖, 长安路: two characters and a one-character place head (or jieba's own ns word)."""
+    token = text.token_at[begin]
+    if (
+        token is not None
+        and token.end == end
+        and token.flag == "ns"
+        and len(token.word) >= 3
+        and token.word not in GENERIC_WORDS
+        and _name_boundary(text, token.start)
+    ):
+        return NameSpan(token.start, end, "location", token.word)  # 石家庄市: jieba knows it whole
+    start = _scan_back(text, begin, 2, any_verb=True)
+    if begin - start != 2 or not _name_boundary(text, start):
+        return None  # a longer run: 沿海地区 is not 海地 + 区
+    if text.frequency(text.text[begin - 1 : end]) >= _PLACE_HEAD_WORD_FREQ:
+        return None  # 地区, 社区, 市区: a common word ends there
+    if token is not None and token.end > end and text.frequency(token.word):
+        return None  # the head is inside a dictionary word: 市中心, 亚历山大, 山县 of 碧山县
+    first = text.token_at[start]
+    if first is not None and first.start != start and text.text[start - 1] not in _STOP_CHARS:
+        return None  # the name would start inside a word: 口赛 of 港口赛区
+    if (
+        first is not None
+        and first.end == begin
+        and first.flag not in ("ns", "nr", "nz")
+        and text.frequency(first.word) >= _PLACE_PREFIX_MAX_FREQ
+    ):
+        return None  # 人生路, 东西湖: a common word before the head
+    digits = any(ch.isdigit() or ch in "一二三四五六七八九十百千万" for ch in text.text[start:begin])
+    if digits or _generic_prefix(text, start, begin):
+        return None
+    return NameSpan(start, end, "location", text.text[start:end])
+
+
+def _organization_char_span(text: _Text, begin: int, end: int) -> list[NameSpan]:
+    """金陵机械厂, 广州市规划局: a one-character head that ends a word (not 局长), with a name before it."""
+    token = text.token_at[begin]
+    if token is None or token.end != end:
+        return []  # 局长, 厂房: the head is inside a word
+    if token.flag == "nt" and len(token.word) >= 3:
+        return [NameSpan(token.start, end, "organization", token.word)]  # 国家海洋局: jieba knows it whole
+    start = _scan_back(text, begin, 9, any_verb=True)
+    if begin - start < 2 or _generic_prefix(text, start, begin):
+        return []  # 规划局, 工厂: a common word and the head
+    return [
+        NameSpan(start, end, "organization", text.text[start:end]),
+        *_without_place(text, start, begin, end),
+    ]
+
+
+def _name_boundary(text: _Text, position: int) -> bool:
+    """Nothing of a name can be right before ``position``: a clause start, a stop, a place head, a verb."""
+    if text.clause_start(position):
+        return True
+    ch = text.text[position - 1]
+    return ch in _STOP_CHARS or ch in _PLACE_CHARS or text.verb_ends_at(position, any_verb=True)
+
+
+def _ship_spans(text: _Text) -> list[NameSpan]:
+    return [NameSpan(m.start(), m.end(), "topic", m.group()) for m in _SHIP_RE.finditer(text.text)]
+
+
+def _given_name_end(text: _Text, start: int) -> int:
+    """End of a given name starting at ``start``: one or two Han characters, not over a stop or a word."""
+    end = start
+    while end < len(text.text) and end - start < 2:
+        ch = text.text[end]
+        token = text.token_at[end]
+        if not _is_han(ch) or ch in _STOP_CHARS:
+            break
+        if end > start and token is not None and token.start == end and len(token.word) >= 2:
+            break  # 钟离川 + 来自: the next word is a word of its own
+        if (
+            token is not None
+            and token.start == end
+            and text.verb_ends_at(token.end)
+            and len(token.word) >= 2
+            and token.word in _OBJECT_VERBS
+        ):
+            break
+        end += 1
+    return end
+
+
+def _person_spans(text: _Text) -> list[NameSpan]:
+    spans: list[NameSpan] = []
+    tokens = text.tokens
+    for index, token in enumerate(tokens):
+        word = token.word
+        compound = next((s for s in _COMPOUND_SURNAMES if word.startswith(s)), None)
+        if compound is not None and (len(word) > 2 or token.flag in ("nr", "n", "nrfg", "j")):
+            end = _given_name_end(text, token.start + 2)
+            if end > token.start + 2:
+                spans.append(NameSpan(token.start, end, "person", text.text[token.start : end]))
+            continue
+        surname = word in _COMMON_SURNAMES or (word in _RARE_SURNAMES and token.flag == "nr")
+        if len(word) == 1 and surname and index + 1 < len(tokens):
+            given = tokens[index + 1]
+            if word in _PREPOSITION_CHARS and not text.clause_start(token.start):
+                continue  # 毕业于北溟: 于 is the preposition there
+            if (
+                given.start == token.end
+                and len(given.word) == 2
+                and all(_is_han(ch) and ch not in _STOP_CHARS for ch in given.word)
+                and given.flag[:1] not in ("p", "c", "u", "r", "m", "q", "f", "d")
+                and text.frequency(given.word) < _GIVEN_NAME_MAX_FREQ
+                and given.word not in GENERIC_WORDS
+            ):
+                spans.append(NameSpan(token.start, given.end, "person", word + given.word))
+            continue
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        if (
+            token.flag == "nr"
+            and len(word) == 2
+            and following is not None
+            and len(following.word) == 1
+            and following.flag in ("nr", "ng", "g")
+            and _is_han(following.word)
+            and following.word not in _STOP_CHARS
+        ):
+            spans.append(NameSpan(token.start, following.end, "person", word + following.word))  # 兰若 + 曦
+            continue
+        if len(word) == 4 and word[-1] in _PREPOSITION_CHARS and not text.frequency(word):
+            word = word[:-1]  # 莫听风由: the preposition after the name, glued on
+        if (
+            2 <= len(word) <= 3
+            and word[0] in _COMMON_SURNAMES
+            and not text.frequency(word)
+            and all(_is_han(ch) and ch not in _NOT_IN_PERSON_NAMES for ch in word[1:])
+            and word[0] not in _PREPOSITION_CHARS
+            and token.flag not in ("ns", "nt", "m", "t")
+        ):
+            spans.append(NameSpan(token.start, token.start + len(word), "person", word))  # 顾听澜: unknown
+    return spans
+
+
+def chinese_names(text: str, tagged: list[tuple[str, str]], freq: dict[str, int]) -> list[NameSpan]:
+    """Typed name spans of ``text`` (jieba.posseg's ``(word, flag)`` pairs of it, jieba's FREQ table).
+
+    Spans do not overlap: a longer span wins over one inside it (白鹭大学附属医院 over 白鹭大学), a
+    suffix span over a person (北溟大学 over 于北溟); then jieba's nr/ns/nt words outside every span.  The
+    one exception: an organization that opens a longer one is kept too (东岳大学 of 东岳大学法学院).
+    """
+    tokens: list[_Token] = []
+    offset = 0
+    for word, flag in tagged:
+        tokens.append(_Token(word, flag, offset))
+        offset += len(word)
+    indexed = _Text(text, tokens, freq)
+    chosen: list[NameSpan] = []
+    taken = [False] * len(text)
+    for group in (_ship_spans(indexed), _suffix_spans(indexed), _person_spans(indexed)):
+        for span in sorted(group, key=lambda s: (s.start - s.end, s.start)):  # longest first
+            if not any(taken[span.start : span.end]):
+                chosen.append(span)
+                for i in range(span.start, span.end):
+                    taken[i] = True
+            elif span.type == "organization" and any(
+                outer.type == "organization"
+                and outer.start <= span.start
+                and span.end <= outer.end
+                and (outer.start == span.start or outer.end == span.end)
+                for outer in chosen
+            ):
+                # 东岳大学 of 东岳大学法学院 (the parent institution), 罗伯小学 of 乌瓦尔德市罗伯小学 (the
+                # organization without its place, as other texts and questions write it): keys too
+                chosen.append(span)
+    for index, token in enumerate(tokens):
+        if any(taken[token.start : token.end]) or token.word in GENERIC_WORDS or len(token.word) < 2:
+            continue
+        word = token.word
+        previous = tokens[index - 1] if index else None
+        if token.flag in ("nr", "nrfg", "nrt"):
+            if previous is not None and previous.flag in ("m", "q"):
+                continue  # 一方古印: after a measure word, a thing
+            if previous is not None and previous.word in _PLACE_VERBS:
+                chosen.append(NameSpan(token.start, token.end, "location", word))  # 抵达拉萨
+                for i in range(token.start, token.end):
+                    taken[i] = True
+                continue
+            if word[0] in _PREPOSITION_CHARS and len(word) == 3 and not indexed.clause_start(token.start):
+                word = word[1:]  # 向临江: the preposition jieba glued on
+            if any(ch in _NOT_IN_PERSON_NAMES for ch in word):
+                continue  # 白与罗: two names jieba glued together around 与
+            chosen.append(NameSpan(token.end - len(word), token.end, "person", word))
+        elif token.flag == "ns":
+            bare = _PLACE_SIDE_RE.sub("", word)
+            if len(bare) >= 2 and bare not in GENERIC_WORDS:
+                chosen.append(NameSpan(token.start, token.start + len(bare), "location", bare))
+        elif token.flag == "nt":
+            chosen.append(NameSpan(token.start, token.end, "organization", word))
+        elif (
+            token.flag == "n"
+            and len(word) >= 3
+            and word.endswith(_GOVERNMENT_ENDS)
+            and not is_generic(word)
+            and (word.endswith("部") or len(word) >= 4)  # 水利部; 教育局 alone is every city's
+            and indexed.frequency(word[-2:]) < _PLACE_HEAD_WORD_FREQ  # not 公司总部, 干部
+        ):
+            chosen.append(NameSpan(token.start, token.end, "organization", word))  # 水利部, 国土资源局
+        else:
+            continue
+        for i in range(token.start, token.end):
+            taken[i] = True
+    return sorted(chosen, key=lambda s: s.start)
