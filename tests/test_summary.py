@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -103,24 +102,9 @@ def test_tokenizer_adapter_works_with_sumys_plaintext_parser() -> None:
     assert SumyTokenizer().to_words("Cao Cao's army, 200 men") == ("cao", "cao", "s", "army", "200", "men")
 
 
-def test_200_word_summary_is_fast() -> None:
-    sentences = [
-        f"Sentence {i} mentions Cao Cao, Guandu and the northern campaign of {i + 180}." for i in range(20)
-    ]
-    text = " ".join(sentences)  # 200 words
-    summarize(text)  # imports sumy
-    runs = 20
-    start = time.perf_counter()
-    for _ in range(runs):
-        summarize(text)
-    assert (time.perf_counter() - start) / runs < 0.010  # measured ~1 ms
-
-
 def test_long_documents_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     text = " ".join(f"Sentence number {i} talks about topic {i % 7} in detail." for i in range(3000))
-    start = time.perf_counter()
     picked = summarize(text, sentences=3)
-    assert time.perf_counter() - start < 3.0
     assert len(picked) == 3
     order = [int(s.split()[2]) for s in picked]
     assert order == sorted(order)

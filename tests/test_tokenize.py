@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -137,19 +136,6 @@ def test_concurrent_first_use_of_jieba_is_safe() -> None:
     assert "诸葛亮" in results[0] and "孙权" in results[0]
 
 
-def test_english_tokenizing_is_fast() -> None:
-    passage = " ".join(
-        ["The journal was first published bimonthly beginning in January 1960"] * 10
-    )  # 100 words
-    search_tokens(passage)
-    runs = 500
-    start = time.perf_counter()
-    for _ in range(runs):
-        search_tokens(passage)
-    per_call = (time.perf_counter() - start) / runs
-    assert per_call < 0.0005  # measured ~15 µs; the bound leaves room for a loaded CI machine
-
-
 # -------------------------------------------------------------------------------------- sentences
 
 
@@ -238,7 +224,5 @@ def test_empty_or_junk_text_has_no_sentences(text: str) -> None:
 
 def test_giant_single_line_is_linear_time() -> None:
     text = "Dr. " * 5_000 + "x" * 30_000  # every "Dr." is a candidate end that must be rejected
-    start = time.perf_counter()
     sentences = split_sentences(text)
-    assert time.perf_counter() - start < 2.0
     assert len(sentences) == 1
