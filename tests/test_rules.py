@@ -6,7 +6,6 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 
-
 from sag_pg.extract.rules import RuleExtractor
 from sag_pg.text.normalize import normalize_key
 from sag_pg.types import Chunk, EventDraft, KeyDraft
