@@ -125,7 +125,7 @@ def cluster() -> None:
 
 
 @cluster.command("start")
-@click.option("--workers", type=click.IntRange(min=2), help="Workers of a new cluster (default 2; an existing "
+@click.option("--workers", type=click.IntRange(min=2, max=64), help="Workers of a new cluster (default 2; an existing "
               "cluster keeps its own).")
 @click.option("--citus-source", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               envvar="SAG_CITUS_SOURCE", help="Citus source tarball to build from (only needed for the first "
