@@ -22,10 +22,13 @@ do $$
 declare
     fk record;
 begin
-    raise notice 'sag-pg: giving every per-source key its source_id (about % link rows to rewrite and their indexes to rebuild)',
-        (select coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint from pg_class c
-          where c.oid in ('sag.event_keys'::regclass, 'sag.chunk_keys'::regclass, 'sag.relation_events'::regclass,
-                          'sag.key_tags'::regclass, 'sag.recall_stats'::regclass, 'sag.cluster_events'::regclass));
+    -- Shown by `sag-pg db upgrade` (alembic/env.py prints notices that start with "sag-pg: ") when there is data.
+    if exists (select 1 from sag.documents) then
+        raise notice 'sag-pg: giving every per-source key its source_id (about % link rows to rewrite and their indexes to rebuild)',
+            (select coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint from pg_class c
+              where c.oid in ('sag.event_keys'::regclass, 'sag.chunk_keys'::regclass, 'sag.relation_events'::regclass,
+                              'sag.key_tags'::regclass, 'sag.recall_stats'::regclass, 'sag.cluster_events'::regclass));
+    end if;
     -- Every foreign key that points at a per-source table (they are made again below, composite).
     for fk in select c.conrelid::regclass as tbl, c.conname
                 from pg_constraint c
@@ -38,15 +41,17 @@ begin
 end $$;
 
 -- Link tables: the old table renamed, its key and indexes dropped (their names are the new table's), the new
--- table filled from it with the parent's source_id, the old one dropped.
+-- table filled from it with the parent's source_id, the old one dropped.  Constraints are named as PostgreSQL
+-- names them: while the old table exists it would otherwise pick other names (event_keys_count_check1).
 alter table sag.event_keys rename to event_keys_old;
 alter table sag.event_keys_old drop constraint event_keys_pkey;
 drop index sag.event_keys_key_idx;
 create table sag.event_keys (
-    source_id  bigint not null,
-    event_id   bigint not null,
-    key_id     bigint not null,
-    count      integer not null default 1 check (count > 0)
+    source_id  bigint constraint event_keys_source_id_not_null not null,
+    event_id   bigint constraint event_keys_event_id_not_null not null,
+    key_id     bigint constraint event_keys_key_id_not_null not null,
+    count      integer constraint event_keys_count_not_null not null default 1
+                       constraint event_keys_count_check check (count > 0)
 );
 insert into sag.event_keys (source_id, event_id, key_id, count)
 select e.source_id, o.event_id, o.key_id, o.count from sag.event_keys_old o join sag.events e on e.id = o.event_id;
@@ -56,10 +61,11 @@ alter table sag.chunk_keys rename to chunk_keys_old;
 alter table sag.chunk_keys_old drop constraint chunk_keys_pkey;
 drop index sag.chunk_keys_key_idx;
 create table sag.chunk_keys (
-    source_id  bigint not null,
-    chunk_id   bigint not null,
-    key_id     bigint not null,
-    count      integer not null check (count > 0)
+    source_id  bigint constraint chunk_keys_source_id_not_null not null,
+    chunk_id   bigint constraint chunk_keys_chunk_id_not_null not null,
+    key_id     bigint constraint chunk_keys_key_id_not_null not null,
+    count      integer constraint chunk_keys_count_not_null not null
+                       constraint chunk_keys_count_check check (count > 0)
 );
 comment on table sag.chunk_keys is 'count(k, c) of the chunk weight formula: how often key k occurs in chunk c''s events.';
 insert into sag.chunk_keys (source_id, chunk_id, key_id, count)
@@ -70,9 +76,9 @@ alter table sag.relation_events rename to relation_events_old;
 alter table sag.relation_events_old drop constraint relation_events_pkey;
 drop index sag.relation_events_event_idx;
 create table sag.relation_events (
-    source_id    bigint not null,
-    relation_id  bigint not null,
-    event_id     bigint not null
+    source_id    bigint constraint relation_events_source_id_not_null not null,
+    relation_id  bigint constraint relation_events_relation_id_not_null not null,
+    event_id     bigint constraint relation_events_event_id_not_null not null
 );
 comment on table sag.relation_events is 'The events that state or support a relation (its evidence).';
 insert into sag.relation_events (source_id, relation_id, event_id)
@@ -83,10 +89,10 @@ alter table sag.key_tags rename to key_tags_old;
 alter table sag.key_tags_old drop constraint key_tags_pkey;
 drop index sag.key_tags_tag_idx;
 create table sag.key_tags (
-    source_id  bigint not null,
-    key_id     bigint not null,
-    tag_id     bigint not null,
-    relevance  real not null default 1
+    source_id  bigint constraint key_tags_source_id_not_null not null,
+    key_id     bigint constraint key_tags_key_id_not_null not null,
+    tag_id     bigint constraint key_tags_tag_id_not_null not null,
+    relevance  real constraint key_tags_relevance_not_null not null default 1
 );
 insert into sag.key_tags (source_id, key_id, tag_id, relevance)
 select k.source_id, o.key_id, o.tag_id, o.relevance from sag.key_tags_old o join sag.keys k on k.id = o.key_id;
@@ -95,11 +101,11 @@ drop table sag.key_tags_old;
 alter table sag.recall_stats rename to recall_stats_old;
 alter table sag.recall_stats_old drop constraint recall_stats_pkey;
 create table sag.recall_stats (
-    source_id       bigint not null,
-    document_id     bigint not null,
-    recall_count    bigint not null default 0,
-    total_score     double precision not null default 0,
-    last_recall_at  timestamptz not null default now()
+    source_id       bigint constraint recall_stats_source_id_not_null not null,
+    document_id     bigint constraint recall_stats_document_id_not_null not null,
+    recall_count    bigint constraint recall_stats_recall_count_not_null not null default 0,
+    total_score     double precision constraint recall_stats_total_score_not_null not null default 0,
+    last_recall_at  timestamptz constraint recall_stats_last_recall_at_not_null not null default now()
 ) with (fillfactor = 70);
 comment on table sag.recall_stats is
     'How often a document was returned by a search or recall, the sum of its scores and when last: the '
@@ -114,9 +120,11 @@ alter table sag.cluster_events rename to cluster_events_old;
 alter table sag.cluster_events_old drop constraint cluster_events_pkey;
 drop index sag.cluster_events_event_idx;
 create table sag.cluster_events (
-    cluster_id  bigint not null references sag.clusters(id) on delete cascade,
-    source_id   bigint not null,
-    event_id    bigint not null
+    cluster_id  bigint constraint cluster_events_cluster_id_not_null not null
+                       constraint cluster_events_cluster_id_fkey references sag.clusters(id) on delete cascade,
+
+    source_id   bigint constraint cluster_events_source_id_not_null not null,
+    event_id    bigint constraint cluster_events_event_id_not_null not null
 );
 comment on table sag.cluster_events is 'Which events each cluster holds (each chosen event is in exactly one cluster of its run).';
 insert into sag.cluster_events (cluster_id, source_id, event_id)
@@ -128,7 +136,9 @@ do $$
 declare
     tbl text;
 begin
-    raise notice 'sag-pg: rebuilding the primary keys of documents, chunks, events, keys, relations and tags with source_id';
+    if exists (select 1 from sag.documents) then
+        raise notice 'sag-pg: rebuilding the primary keys of documents, chunks, events, keys, relations and tags with source_id';
+    end if;
     foreach tbl in array array['documents', 'chunks', 'events', 'keys', 'relations', 'tags'] loop
         execute format('alter table sag.%I drop constraint %I', tbl, tbl || '_pkey');
         execute format('alter table sag.%I add constraint %I primary key (source_id, id)', tbl, tbl || '_pkey');
@@ -154,7 +164,11 @@ drop index sag.kg_names_unique_idx;
 create unique index kg_names_unique_idx on sag.kg_names (source_id, key_id, lang, md5(name));
 
 -- Link tables' keys and indexes, built once over their rows.
-do $$ begin raise notice 'sag-pg: building the link tables'' keys and indexes'; end $$;
+do $$ begin
+    if exists (select 1 from sag.documents) then
+        raise notice 'sag-pg: building the link tables'' keys and indexes';
+    end if;
+end $$;
 alter table sag.event_keys add constraint event_keys_pkey primary key (source_id, event_id, key_id);
 create index event_keys_key_idx on sag.event_keys (source_id, key_id, event_id);
 alter table sag.chunk_keys add constraint chunk_keys_pkey primary key (source_id, chunk_id, key_id);
@@ -168,7 +182,12 @@ alter table sag.cluster_events add constraint cluster_events_pkey primary key (c
 create index cluster_events_event_idx on sag.cluster_events (source_id, event_id);
 
 -- Composite foreign keys (validated here: every row's source is its parent's by construction above).
-do $$ begin raise notice 'sag-pg: validating the composite foreign keys'; end $$;
+do $$ begin
+    if exists (select 1 from sag.documents) then
+        raise notice 'sag-pg: validating the composite foreign keys';
+    end if;
+end $$;
+
 alter table sag.chunks add constraint chunks_document_id_fkey
     foreign key (source_id, document_id) references sag.documents (source_id, id) on delete cascade;
 alter table sag.events add constraint events_chunk_id_fkey
