@@ -299,7 +299,8 @@ def related_keys(conn: psycopg.Connection, key_id: int, limit: int) -> list[Rela
              join sag.keys k on k.source_id = other.source_id and k.id = other.key_id
             where mine.source_id = (select x.source_id from sag.keys x where x.id = %s)
               and mine.key_id = %s
-            group by k.id order by shared desc, k.name, k.type limit %s""",
+            group by k.source_id, k.id order by shared desc, k.name, k.type limit %s""",
+
         [key_id, key_id, limit],
     ).fetchall()
     return [RelatedKey(r[0], r[1], _value(r[2], r[3], r[4]), int(r[5])) for r in rows]
