@@ -239,14 +239,17 @@ set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     touched bigint[];
+    src bigint := (select d.source_id from sag.documents d where d.id = p_document_id);
 begin
     insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
-    select c.source_id, -1, c.token_count, c.tsv from sag.chunks c where c.document_id = p_document_id;
+    select c.source_id, -1, c.token_count, c.tsv from sag.chunks c
+     where c.source_id = src and c.document_id = p_document_id;
 
     with gone as (
         delete from sag.relation_events re
          using sag.events e
-         where e.document_id = p_document_id and re.source_id = e.source_id and re.event_id = e.id
+         where e.source_id = src and e.document_id = p_document_id
+           and re.source_id = e.source_id and re.event_id = e.id
         returning re.source_id, re.relation_id
     ), counted as (
         select g.source_id, g.relation_id, count(*)::int as n from gone g group by g.source_id, g.relation_id
@@ -279,8 +282,10 @@ set search_path = pg_catalog, sag, pg_temp
 as $$
     select ek.key_id, count(*)::int from sag.event_keys ek
       join sag.events e on e.source_id = ek.source_id and e.id = ek.event_id
-     where e.document_id = p_document_id
+     where e.source_id = (select d.source_id from sag.documents d where d.id = p_document_id)
+       and e.document_id = p_document_id
      group by ek.key_id
+
 $$;
 
 create or replace function sag.delete_document(p_document_id bigint)
