@@ -201,3 +201,222 @@ def test_0006_downgrade_takes_the_graph_and_its_functions(empty_db_dsn: str) -> 
             (None, None)
         assert conn.execute("select count(*) from pg_attribute where attrelid = 'sag.keys'::regclass "
                             "and attname in ('pinned', 'description')").fetchone() == (0,)
+
+
+# -- 0015: every per-source key carries source_id (issue #32, step A) ------------------------------------------
+
+_LINKS_0014 = {  # what revision 0014's link tables hold, without source_id
+    "event_keys": "select event_id, key_id, count from sag.event_keys order by 1, 2",
+    "chunk_keys": "select chunk_id, key_id, count from sag.chunk_keys order by 1, 2",
+    "relation_events": "select relation_id, event_id from sag.relation_events order by 1, 2",
+    "key_tags": "select key_id, tag_id, relevance from sag.key_tags order by 1, 2",
+    "recall_stats": "select document_id, recall_count, total_score from sag.recall_stats order by 1",
+    "kg_names": "select key_id, lang, name from sag.kg_names order by 1, 2, 3",
+    "cluster_events": "select cluster_id, event_id from sag.cluster_events order by 1, 2",
+}
+_COUNTED = ("sources", "documents", "chunks", "events", "keys", "event_keys", "chunk_keys", "relations",
+            "relation_events", "tags", "key_tags", "recall_stats", "kg_names", "term_stats", "corpus_stats",
+            "cluster_runs", "clusters", "cluster_events", "community_reports")
+
+
+def _fill_0014(conn: psycopg.Connection) -> dict[str, dict[int, int]]:
+    """Two sources with documents, chunks, events, keys and their links, relations with their evidence, tags,
+    recall statistics, KG names and a clustering run with a community report, written with plain INSERTs in
+    revision 0014's schema (its functions are not installed below head).  Returns the source of every row
+    that a link points at, as this test wrote them: {"event": {id: source}, "chunk": ..., ...}."""
+    owner: dict[str, dict[int, int]] = {"event": {}, "chunk": {}, "key": {}, "relation": {}, "tag": {}, "document": {}}
+
+    def one(query: str, args: list[object]) -> int:
+        row = conn.execute(query, args).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    texts = {"alpha": [("ada", "Ada Lovelace wrote the first program for the analytical engine"),
+                       ("babbage", "Charles Babbage designed the analytical engine in London")],
+             "beta": [("turing", "Alan Turing described the universal machine"),
+                      ("lovelace-beta", "Lovelace appears in beta too, with a machine")]}
+    for s_n, (source, docs) in enumerate(texts.items()):
+        sid = one("insert into sag.sources (name) values (%s) returning id", [source])
+        keys: dict[str, int] = {}
+        for d_n, (uri, text) in enumerate(docs):
+            doc = one("insert into sag.documents (source_id, uri, title, content, content_hash) "
+                      "values (%s, %s, %s, %s, md5(%s)) returning id", [sid, uri, uri, text, text])
+            owner["document"][doc] = sid
+            words = [w.lower() for w in text.split()]
+            emb = str([1.0, float(d_n), float(s_n)])
+            chunk = one("insert into sag.chunks (document_id, source_id, ordinal, content, start_line, end_line, "
+                        "embedding, tokens, token_count) values (%s, %s, 0, %s, 1, 1, %s::halfvec, %s, %s) "
+                        "returning id", [doc, sid, text, emb, " ".join(words), len(words)])
+            owner["chunk"][chunk] = sid
+            for e_n, part in enumerate((words[:4], words[4:])):
+                event = one("insert into sag.events (chunk_id, document_id, source_id, ordinal, content, embedding) "
+                            "values (%s, %s, %s, %s, %s, %s::halfvec) returning id",
+                            [chunk, doc, sid, e_n, " ".join(part), emb])
+                owner["event"][event] = sid
+                for word in part[:3]:
+                    if word not in keys:
+                        keys[word] = one("insert into sag.keys (source_id, type, name, normalized, value_string, "
+                                         "embedding) values (%s, 'entity', %s, %s, %s, %s::halfvec) returning id",
+                                         [sid, word, word, word, emb])
+                        owner["key"][keys[word]] = sid
+                    conn.execute("insert into sag.event_keys (event_id, key_id, count) values (%s, %s, 1) "
+                                 "on conflict do nothing", [event, keys[word]])
+            conn.execute("insert into sag.chunk_keys (chunk_id, key_id, count) select e.chunk_id, ek.key_id, "
+                         "sum(ek.count) from sag.event_keys ek join sag.events e on e.id = ek.event_id "
+                         "where e.chunk_id = %s group by 1, 2", [chunk])
+            conn.execute("insert into sag.recall_stats (document_id, recall_count, total_score) values (%s, %s, %s)",
+                         [doc, d_n + 1, 0.5 * (d_n + 1)])
+        conn.execute("update sag.keys k set event_count = (select count(*) from sag.event_keys ek "
+                     "where ek.key_id = k.id) where k.source_id = %s", [sid])
+        # Co-occurrence relations with their evidence (what sag_internal._cooccur_links stores) ...
+        pairs = conn.execute(
+            "select a.key_id, b.key_id, array_agg(a.event_id order by a.event_id) from sag.event_keys a "
+            "join sag.event_keys b on b.event_id = a.event_id and b.key_id > a.key_id "
+            "join sag.keys k on k.id = a.key_id where k.source_id = %s group by 1, 2 order by 1, 2", [sid]).fetchall()
+        for head, tail, events in pairs:
+            rel = one("insert into sag.relations (source_id, head_key_id, relation_type, tail_key_id, weight, origin, "
+                      "evidence_count) values (%s, %s, 'related_to', %s, %s, 'cooccurrence', %s) returning id",
+                      [sid, head, tail, len(events) / (len(events) + 1), len(events)])
+            owner["relation"][rel] = sid
+            for event in events:
+                conn.execute("insert into sag.relation_events (relation_id, event_id) values (%s, %s)", [rel, event])
+        # ... a stated one, tags and KG names.
+        first, second = sorted(keys.values())[:2]
+        rel = one("insert into sag.relations (source_id, head_key_id, relation_type, tail_key_id, weight, origin, "
+                  "event_id) values (%s, %s, 'knows', %s, 0.9, 'llm', %s) returning id",
+                  [sid, first, second, min(e for e, s in owner["event"].items() if s == sid)])
+        owner["relation"][rel] = sid
+        conn.execute("insert into sag.relation_events (relation_id, event_id) values (%s, %s)",
+                     [rel, min(e for e, s in owner["event"].items() if s == sid)])
+        for name in ("science", "history"):
+            tag = one("insert into sag.tags (source_id, name) values (%s, %s) returning id", [sid, name])
+            owner["tag"][tag] = sid
+            conn.execute("insert into sag.key_tags (key_id, tag_id, relevance) values (%s, %s, 0.5)", [first, tag])
+        conn.execute("insert into sag.kg_names (key_id, source_id, lang, name) values (%s, %s, 'en', 'First'), "
+                     "(%s, %s, 'fr', 'Premier')", [first, sid, first, sid])
+    # BM25 statistics as revision 0003 counted them.
+    conn.execute("insert into sag.term_stats (term, source_id, df) "
+                 "select u.lexeme, c.source_id, count(*) from sag.chunks c, unnest(c.tsv) u group by 1, 2")
+    conn.execute("insert into sag.corpus_stats (source_id, chunk_count, token_total) "
+                 "select c.source_id, count(*), sum(c.token_count) from sag.chunks c group by 1")
+    # A hierarchy over the first source's events, two levels, with a report on the root community.
+    alpha = min(owner["event"].values())
+    alpha_events = sorted(e for e, s in owner["event"].items() if s == alpha)
+    run = one("insert into sag.cluster_runs (source_id, params, event_count, cluster_count) "
+              "values (%s, '{\"kind\": \"hierarchy\", \"levels\": 2}', %s, 1) returning id", [alpha, len(alpha_events)])
+    root = one("insert into sag.clusters (run_id, level, ordinal, title, size, membership_hash) "
+               "values (%s, 0, 0, 'all', %s, 'h0') returning id", [run, len(alpha_events)])
+    half = len(alpha_events) // 2
+    for ordinal, members in enumerate((alpha_events[:half], alpha_events[half:])):
+        child = one("insert into sag.clusters (run_id, level, ordinal, title, size, parent_id, membership_hash) "
+                    "values (%s, 1, %s, 'part', %s, %s, %s) returning id",
+                    [run, ordinal, len(members), root, f"h1{ordinal}"])
+        for event in members:
+            conn.execute("insert into sag.cluster_events (cluster_id, event_id) values (%s, %s)", [child, event])
+    for event in alpha_events:
+        conn.execute("insert into sag.cluster_events (cluster_id, event_id) values (%s, %s)", [root, event])
+    conn.execute("insert into sag.community_reports (cluster_id, kind, title, summary, rating, full_content, "
+                 "membership_hash) values (%s, 'extractive', 'Engines', 'About engines', 5, 'About engines', 'h0')",
+                 [root])
+    return owner
+
+
+def _counts(conn: psycopg.Connection) -> dict[str, int]:
+    return {t: conn.execute(f"select count(*) from sag.{t}").fetchone()[0] for t in _COUNTED}  # type: ignore[index]
+
+
+def test_0015_moves_a_0014_database_to_source_keys_with_nothing_lost(empty_db_dsn: str, db_dsn: str,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from alembic import command
+
+    from .integrity import violations
+
+    command.upgrade(migrate.alembic_config(empty_db_dsn), "0014")
+    with psycopg.connect(empty_db_dsn) as conn:
+        owner = _fill_0014(conn)
+        conn.commit()
+        before_counts = _counts(conn)
+        before = {t: conn.execute(q).fetchall() for t, q in _LINKS_0014.items()}
+    assert all(before_counts[t] > 0 for t in _COUNTED), before_counts
+
+    capsys.readouterr()
+    migrate.upgrade(empty_db_dsn)
+    err = capsys.readouterr().err  # the long steps are announced
+    assert "sag-pg: giving every per-source key its source_id" in err and "validating the composite" in err
+    with psycopg.connect(empty_db_dsn) as conn:
+        assert migrate.schema_status(conn).state is migrate.SchemaState.CURRENT
+
+        assert _counts(conn) == before_counts
+        # Every link row is there, with the source of the row it points at (as the fill wrote it).
+        after = {t: conn.execute(q).fetchall() for t, q in _LINKS_0014.items()}
+        assert after == before
+        checks = {
+            "event_keys": ("select source_id, event_id from sag.event_keys", "event"),
+            "chunk_keys": ("select source_id, chunk_id from sag.chunk_keys", "chunk"),
+            "relation_events": ("select source_id, relation_id from sag.relation_events", "relation"),
+            "relation_events by event": ("select source_id, event_id from sag.relation_events", "event"),
+            "key_tags": ("select source_id, key_id from sag.key_tags", "key"),
+            "key_tags by tag": ("select source_id, tag_id from sag.key_tags", "tag"),
+            "recall_stats": ("select source_id, document_id from sag.recall_stats", "document"),
+            "kg_names": ("select source_id, key_id from sag.kg_names", "key"),
+            "cluster_events": ("select source_id, event_id from sag.cluster_events", "event"),
+        }
+        for name, (query, kind) in checks.items():
+            rows = conn.execute(query).fetchall()
+            assert rows and all(source == owner[kind][row_id] for source, row_id in rows), name
+        assert violations(conn) == {}
+        # The migrated database has the schema of a fresh one.
+        with psycopg.connect(db_dsn) as fresh:
+            assert snapshot(conn) == snapshot(fresh)
+
+        # A search of one source finds its documents only; the other source's "lovelace" stays out.
+        alpha_search = conn.execute(
+            "select document from sag.search('lovelace analytical engine', top_n => 5, source => 'alpha', "
+            "query_embedding => '[1, 0, 0]'::vector)").fetchall()
+        assert alpha_search and alpha_search[0] == ("ada",)
+        assert {d for (d,) in alpha_search} <= {"ada", "babbage"}
+        beta_search = conn.execute(
+            "select document from sag.search('lovelace', top_n => 5, source => 'beta', "
+            "query_embedding => '[1, 1, 1]'::vector)").fetchall()
+        assert beta_search[0] == ("lovelace-beta",)
+
+        # Deleting a migrated document takes every row that hangs on it, and nothing of the other source.
+        doc = next(d for d, s in owner["document"].items() if s == min(owner["document"].values()))
+        events = [e for (e,) in conn.execute("select id from sag.events where document_id = %s", [doc])]
+        beta_before = {t: conn.execute(f"select count(*) from sag.{t} where source_id = "
+                                       "(select id from sag.sources where name = 'beta')").fetchone()
+                       for t in ("documents", "events", "event_keys", "chunk_keys", "relations", "relation_events")}
+        assert conn.execute("select sag.delete_document(%s)", [doc]).fetchone() == (True,)
+        assert conn.execute("select count(*) from sag.chunks where document_id = %s", [doc]).fetchone() == (0,)
+        assert conn.execute("select count(*) from sag.recall_stats where document_id = %s", [doc]).fetchone() == (0,)
+        for table in ("event_keys", "relation_events", "cluster_events"):
+            assert conn.execute(f"select count(*) from sag.{table} where event_id = any(%s)",
+                                [events]).fetchone() == (0,), table
+        assert {t: conn.execute(f"select count(*) from sag.{t} where source_id = "
+                                "(select id from sag.sources where name = 'beta')").fetchone()
+                for t in beta_before} == beta_before
+        conn.execute("select sag.flush_term_stats()")
+        assert violations(conn) == {}
+        conn.commit()
+
+
+def test_0015_downgrade_and_upgrade_again(empty_db_dsn: str, db_dsn: str) -> None:
+    from alembic import command
+
+    command.upgrade(migrate.alembic_config(empty_db_dsn), "0014")
+    with psycopg.connect(empty_db_dsn) as conn:
+        _fill_0014(conn)
+        conn.commit()
+        before = {t: conn.execute(q).fetchall() for t, q in _LINKS_0014.items()}
+    migrate.upgrade(empty_db_dsn)
+    command.downgrade(migrate.alembic_config(empty_db_dsn), "0014")
+    with psycopg.connect(empty_db_dsn) as conn:
+        assert {t: conn.execute(q).fetchall() for t, q in _LINKS_0014.items()} == before
+        assert conn.execute("select count(*) from pg_attribute where attrelid = 'sag.event_keys'::regclass "
+                            "and attname = 'source_id' and not attisdropped").fetchone() == (0,)
+        assert conn.execute("select pg_get_constraintdef(oid) from pg_constraint "
+                            "where conname = 'events_pkey'").fetchone() == ("PRIMARY KEY (id)",)
+    migrate.upgrade(empty_db_dsn)
+    with psycopg.connect(empty_db_dsn) as conn, psycopg.connect(db_dsn) as fresh:
+        assert {t: conn.execute(q).fetchall() for t, q in _LINKS_0014.items()} == before
+        assert snapshot(conn) == snapshot(fresh)

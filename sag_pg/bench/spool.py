@@ -31,8 +31,8 @@ COLUMNS = {
     "chunks": ("id", "document_id", "source_id", "ordinal", "start_line", "end_line", "token_count", "embedding",
                "title", "content", "tokens"),
     "events": ("id", "chunk_id", "document_id", "source_id", "ordinal", "embedding", "title", "content"),
-    "event_keys": ("event_id", "key_id", "count"),
-    "chunk_keys": ("chunk_id", "key_id", "count"),
+    "event_keys": ("source_id", "event_id", "key_id", "count"),
+    "chunk_keys": ("source_id", "chunk_id", "key_id", "count"),
     "keys": ("id", "source_id", "event_count", "embedding", "type", "name", "normalized", "value_string"),
     "time_keys": ("id", "source_id", "event_count", "value_number", "type", "name", "normalized"),
 }
@@ -83,8 +83,11 @@ def _batch_payloads(config: SynthConfig, s: Structure) -> dict[str, bytes]:
              ("int8", np.full(len(s.event_ids), SOURCE_ID)), ("int4", s.event_ordinal),
              ("halfvec", batch.event_embeddings)],
             [batch.event_titles, batch.event_contents]),
-        "event_keys": binary_rows([("int8", s.link_event), ("int8", s.link_key), ("int4", s.link_count)]),
-        "chunk_keys": binary_rows([("int8", combos // universe), ("int8", combos % universe),
+        "event_keys": binary_rows([("int8", np.full(len(s.link_event), SOURCE_ID)), ("int8", s.link_event),
+                                   ("int8", s.link_key), ("int4", s.link_count)]),
+        "chunk_keys": binary_rows([("int8", np.full(len(combos), SOURCE_ID)), ("int8", combos // universe),
+                                   ("int8", combos % universe),
+
                                    ("int4", np.bincount(inverse, weights=s.link_count))]),
     }
 

@@ -124,9 +124,9 @@ def store_run(conn: psycopg.Connection, *, source_id: int | None, params: dict[s
         members_cluster.extend([cluster_id] * size)
         members_event.extend(event_ids)
     conn.execute(
-        "insert into sag.cluster_events (cluster_id, event_id) "
-        "select u.c, u.e from unnest(%s::bigint[], %s::bigint[]) as u(c, e) "
-        "where exists (select 1 from sag.events ev where ev.id = u.e)",
+        "insert into sag.cluster_events (cluster_id, source_id, event_id) "
+        "select u.c, ev.source_id, u.e from unnest(%s::bigint[], %s::bigint[]) as u(c, e) "
+        "join sag.events ev on ev.id = u.e",
         [members_cluster, members_event],
     )
     return run_id, cluster_ids
@@ -144,7 +144,9 @@ def selection_query(selection: EventSelection) -> tuple[sql.Composed, dict[str, 
         where.append(sql.SQL("e.source_id = any (sag.source_ids(array[%(source)s]::text[]))"))
         params["source"] = selection.source
     if selection.documents:
-        where.append(sql.SQL("e.document_id in (select d.id from sag.documents d where d.uri = any (%(uris)s)"
+        where.append(sql.SQL("(e.source_id, e.document_id) in (select d.source_id, d.id from sag.documents d "
+                             "where d.uri = any (%(uris)s)"
+
                              + (" and d.source_id = any (sag.source_ids(array[%(source)s]::text[])))"
                                 if selection.source is not None else ")")))
         params["uris"] = list(selection.documents)
@@ -156,8 +158,8 @@ def selection_query(selection: EventSelection) -> tuple[sql.Composed, dict[str, 
         params["until"] = selection.until
     if selection.key is not None:
         where.append(sql.SQL(
-            "exists (select 1 from sag.event_keys ek join sag.keys k on k.id = ek.key_id "
-            "where ek.event_id = e.id and k.type = %(key_type)s "
+            "exists (select 1 from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id "
+            "where ek.source_id = e.source_id and ek.event_id = e.id and k.type = %(key_type)s "
             "and (k.normalized = %(key_normalized)s or k.name = %(key_name)s))"
         ))
         params.update(key_type=selection.key[0], key_name=selection.key[1],

@@ -164,10 +164,13 @@ def document_infos(conn: psycopg.Connection, source_ids: Sequence[int] | None, *
     by source and uri, with their counts of chunks, events and distinct keys."""
     rows = conn.execute(
         """select d.uri, d.title, s.name, d.content_hash, d.created_at, d.updated_at,
-                  (select count(*) from sag.chunks c where c.document_id = d.id),
-                  (select count(*) from sag.events e where e.document_id = d.id),
+                  (select count(*) from sag.chunks c
+                    where c.source_id = d.source_id and c.document_id = d.id),
+                  (select count(*) from sag.events e
+                    where e.source_id = d.source_id and e.document_id = d.id),
                   (select count(distinct ek.key_id) from sag.events e
-                     join sag.event_keys ek on ek.event_id = e.id where e.document_id = d.id)
+                     join sag.event_keys ek on ek.source_id = e.source_id and ek.event_id = e.id
+                    where e.source_id = d.source_id and e.document_id = d.id)
              from sag.documents d join sag.sources s on s.id = d.source_id
             where (%(sources)s::bigint[] is null or d.source_id = any(%(sources)s::bigint[]))
               and (%(prefix)s::text is null or starts_with(d.uri, %(prefix)s::text))
@@ -198,20 +201,23 @@ def _events(rows: Sequence[tuple[Any, ...]]) -> list[EventView]:
 _EVENT_COLUMNS = """e.chunk_id, e.id, e.title, e.content, e.event_time, d.uri,
        (select json_agg(json_build_object('name', k.name, 'type', k.type, 's', k.value_string,
                                           'n', k.value_number, 'b', k.value_bool) order by k.type, k.name)
-          from sag.event_keys ek join sag.keys k on k.id = ek.key_id where ek.event_id = e.id)"""
+          from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
+         where ek.source_id = e.source_id and ek.event_id = e.id)"""
 
 
 def _chunks(conn: psycopg.Connection, where: str, params: Sequence[Any]) -> list[ChunkView]:
     chunk_rows = conn.execute(
         "select c.id, d.uri, s.name, c.ordinal, c.title, c.content, c.start_line, c.end_line"
-        " from sag.chunks c join sag.documents d on d.id = c.document_id join sag.sources s on s.id = c.source_id"
+        " from sag.chunks c join sag.documents d on d.source_id = c.source_id and d.id = c.document_id"
+        " join sag.sources s on s.id = c.source_id"
         f" where {where} order by c.ordinal",
         params,
     ).fetchall()
     if not chunk_rows:
         return []
     event_rows = conn.execute(
-        f"select {_EVENT_COLUMNS} from sag.events e join sag.documents d on d.id = e.document_id"
+        f"select {_EVENT_COLUMNS} from sag.events e"
+        " join sag.documents d on d.source_id = e.source_id and d.id = e.document_id"
         " where e.chunk_id = any(%s) order by e.chunk_id, e.ordinal, e.id",
         [[row[0] for row in chunk_rows]],
     ).fetchall()
@@ -273,10 +279,12 @@ def entity_candidates(conn: psycopg.Connection, source_ids: Sequence[int] | None
 def entity_events(conn: psycopg.Connection, key_id: int, limit: int) -> list[EventView]:
     """The key's events, those that mention it most first, then the newest, at most ``limit``."""
     rows = conn.execute(
-        f"select {_EVENT_COLUMNS} from sag.event_keys x join sag.events e on e.id = x.event_id"
-        " join sag.documents d on d.id = e.document_id"
-        " where x.key_id = %s order by x.count desc, e.event_time desc nulls last, e.id limit %s",
-        [key_id, limit],
+        f"select {_EVENT_COLUMNS} from sag.event_keys x"
+        " join sag.events e on e.source_id = x.source_id and e.id = x.event_id"
+        " join sag.documents d on d.source_id = e.source_id and d.id = e.document_id"
+        " where x.source_id = (select k.source_id from sag.keys k where k.id = %s) and x.key_id = %s"
+        " order by x.count desc, e.event_time desc nulls last, e.id limit %s",
+        [key_id, key_id, limit],
     ).fetchall()
     return _events(rows)
 
@@ -286,11 +294,14 @@ def related_keys(conn: psycopg.Connection, key_id: int, limit: int) -> list[Rela
     rows = conn.execute(
         """select k.name, k.type, k.value_string, k.value_number, k.value_bool, count(*) as shared
              from sag.event_keys mine join sag.event_keys other
-               on other.event_id = mine.event_id and other.key_id <> mine.key_id
-             join sag.keys k on k.id = other.key_id
-            where mine.key_id = %s
-            group by k.id order by shared desc, k.name, k.type limit %s""",
-        [key_id, limit],
+               on other.source_id = mine.source_id and other.event_id = mine.event_id
+              and other.key_id <> mine.key_id
+             join sag.keys k on k.source_id = other.source_id and k.id = other.key_id
+            where mine.source_id = (select x.source_id from sag.keys x where x.id = %s)
+              and mine.key_id = %s
+            group by k.source_id, k.id order by shared desc, k.name, k.type limit %s""",
+
+        [key_id, key_id, limit],
     ).fetchall()
     return [RelatedKey(r[0], r[1], _value(r[2], r[3], r[4]), int(r[5])) for r in rows]
 
@@ -298,8 +309,12 @@ def related_keys(conn: psycopg.Connection, key_id: int, limit: int) -> list[Rela
 def uris_with_keys(conn: psycopg.Connection, source_id: int, normalized: Sequence[str]) -> list[str]:
     """The documents of a source with an event holding a key whose normalized name is one of ``normalized``."""
     rows = conn.execute(
-        """select distinct d.uri from sag.keys k join sag.event_keys ek on ek.key_id = k.id
-             join sag.events e on e.id = ek.event_id join sag.documents d on d.id = e.document_id
+        """select distinct d.uri from sag.keys k
+             join sag.event_keys ek on ek.source_id = k.source_id and ek.key_id = k.id
+
+             join sag.events e on e.source_id = ek.source_id and e.id = ek.event_id
+             join sag.documents d on d.source_id = e.source_id and d.id = e.document_id
+
             where k.source_id = %s and k.normalized = any(%s) order by d.uri""",
         [source_id, list(normalized)],
     ).fetchall()

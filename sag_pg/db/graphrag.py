@@ -100,9 +100,10 @@ def store_hierarchy(conn: psycopg.Connection, *, source_id: int | None, params: 
             members_cluster.extend([community.id] * len(community.event_ids))
             members_event.extend(community.event_ids)
         conn.execute(
-            "insert into sag.cluster_events (cluster_id, event_id) "
-            "select u.c, u.e from unnest(%s::bigint[], %s::bigint[]) as u(c, e) "
-            "where exists (select 1 from sag.events ev where ev.id = u.e)",
+            "insert into sag.cluster_events (cluster_id, source_id, event_id) "
+            "select u.c, ev.source_id, u.e from unnest(%s::bigint[], %s::bigint[]) as u(c, e) "
+            "join sag.events ev on ev.id = u.e",
+
             [members_cluster, members_event],
         )
     return run_id

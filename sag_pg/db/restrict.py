@@ -427,10 +427,11 @@ def allowed_events_query(restriction: Restriction,
     query = sql.SQL(
         "SELECT DISTINCT event.id AS event_id, event.chunk_id"
         " FROM sag.events AS event"
-        " JOIN sag.chunks AS chunk ON chunk.id = event.chunk_id"
-        " JOIN sag.documents AS document ON document.id = event.document_id"
-        " LEFT JOIN sag.event_keys AS ek ON ek.event_id = event.id"
-        ' LEFT JOIN sag.keys AS "key" ON "key".id = ek.key_id'
+        " JOIN sag.chunks AS chunk ON chunk.source_id = event.source_id AND chunk.id = event.chunk_id"
+        " JOIN sag.documents AS document ON document.source_id = event.source_id AND document.id = event.document_id"
+        " LEFT JOIN sag.event_keys AS ek ON ek.source_id = event.source_id AND ek.event_id = event.id"
+        ' LEFT JOIN sag.keys AS "key" ON "key".source_id = ek.source_id AND "key".id = ek.key_id'
+
         " WHERE ({}) AND ({})"
         " ORDER BY event.id"
     ).format(source_filter, restriction.sql)

@@ -223,7 +223,7 @@ begin
      where k.id = d.id;
     -- A pinned key (an entity added by hand, sag.add_entity) stays when its last event goes.
     delete from sag.keys k where k.id = any(key_ids) and k.event_count <= 0 and not k.pinned
-       and not exists (select 1 from sag.event_keys ek where ek.key_id = k.id);
+       and not exists (select 1 from sag.event_keys ek where ek.source_id = k.source_id and ek.key_id = k.id);
 end;
 $$;
 
@@ -239,17 +239,20 @@ set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     touched bigint[];
+    src bigint := (select d.source_id from sag.documents d where d.id = p_document_id);
 begin
     insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
-    select c.source_id, -1, c.token_count, c.tsv from sag.chunks c where c.document_id = p_document_id;
+    select c.source_id, -1, c.token_count, c.tsv from sag.chunks c
+     where c.source_id = src and c.document_id = p_document_id;
 
     with gone as (
         delete from sag.relation_events re
          using sag.events e
-         where e.document_id = p_document_id and re.event_id = e.id
-        returning re.relation_id
+         where e.source_id = src and e.document_id = p_document_id
+           and re.source_id = e.source_id and re.event_id = e.id
+        returning re.source_id, re.relation_id
     ), counted as (
-        select g.relation_id, count(*)::int as n from gone g group by g.relation_id
+        select g.source_id, g.relation_id, count(*)::int as n from gone g group by g.source_id, g.relation_id
     ), weakened as (
         update sag.relations r
            set evidence_count = r.evidence_count - c.n,
@@ -257,7 +260,7 @@ begin
                              then sag_internal._cooccurrence_weight(greatest(r.evidence_count - c.n, 0))
                              else r.weight end
           from counted c
-         where r.id = c.relation_id and r.origin in ('cooccurrence', 'llm')
+         where r.source_id = c.source_id and r.id = c.relation_id and r.origin in ('cooccurrence', 'llm')
         returning r.id, r.evidence_count
     )
     select array_agg(w.id order by w.id) into touched from weakened w where w.evidence_count <= 0;
@@ -278,9 +281,11 @@ language sql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
     select ek.key_id, count(*)::int from sag.event_keys ek
-      join sag.events e on e.id = ek.event_id
-     where e.document_id = p_document_id
+      join sag.events e on e.source_id = ek.source_id and e.id = ek.event_id
+     where e.source_id = (select d.source_id from sag.documents d where d.id = p_document_id)
+       and e.document_id = p_document_id
      group by ek.key_id
+
 $$;
 
 create or replace function sag.delete_document(p_document_id bigint)
@@ -358,16 +363,16 @@ begin
     select ch.id, doc_id, p_source_id, (e.n - 1)::int, e.title, e.content, e.t, e.emb
       from unnest(event_chunk_ordinals, event_titles, event_contents, event_times, event_embeddings)
            with ordinality as e(chunk_ordinal, title, content, t, emb, n)
-      join sag.chunks ch on ch.document_id = doc_id and ch.ordinal = e.chunk_ordinal;
+      join sag.chunks ch on ch.source_id = p_source_id and ch.document_id = doc_id and ch.ordinal = e.chunk_ordinal;
 
     -- The new chunks' lexemes, queued (+1) for the BM25 statistics.
     insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
-    select c.source_id, 1, c.token_count, c.tsv from sag.chunks c where c.document_id = doc_id;
+    select c.source_id, 1, c.token_count, c.tsv from sag.chunks c where c.source_id = p_source_id and c.document_id = doc_id;
 
-    insert into sag.event_keys (event_id, key_id, count)
-    select ev.id, l.key_id, sum(l.cnt)::int
+    insert into sag.event_keys (source_id, event_id, key_id, count)
+    select p_source_id, ev.id, l.key_id, sum(l.cnt)::int
       from unnest(link_event_ordinals, link_key_ids, link_counts) as l(event_ordinal, key_id, cnt)
-      join sag.events ev on ev.document_id = doc_id and ev.ordinal = l.event_ordinal
+      join sag.events ev on ev.source_id = p_source_id and ev.document_id = doc_id and ev.ordinal = l.event_ordinal
      group by ev.id, l.key_id;
 
     -- The co-occurrence relations its events' links add (in event, key order: concurrent ingests queue).
@@ -375,14 +380,14 @@ begin
     -- sag.rebuild_cooccurrence().
     perform sag_internal._cooccur_links(array_agg(ek.event_id order by ek.event_id, ek.key_id),
                                         array_agg(ek.key_id order by ek.event_id, ek.key_id))
-       from sag.event_keys ek join sag.events ev on ev.id = ek.event_id
-      where ev.document_id = doc_id
+       from sag.event_keys ek join sag.events ev on ev.source_id = ek.source_id and ev.id = ek.event_id
+      where ev.source_id = p_source_id and ev.document_id = doc_id
         and coalesce(current_setting('sag.cooccurrence', true), '') <> 'off';
 
-    insert into sag.chunk_keys (chunk_id, key_id, count)
-    select ev.chunk_id, ek.key_id, sum(ek.count)::int
-      from sag.events ev join sag.event_keys ek on ek.event_id = ev.id
-     where ev.document_id = doc_id
+    insert into sag.chunk_keys (source_id, chunk_id, key_id, count)
+    select p_source_id, ev.chunk_id, ek.key_id, sum(ek.count)::int
+      from sag.events ev join sag.event_keys ek on ek.source_id = ev.source_id and ek.event_id = ev.id
+     where ev.source_id = p_source_id and ev.document_id = doc_id
      group by ev.chunk_id, ek.key_id;
 
     select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.n), '{}') into ids, deltas
@@ -418,8 +423,9 @@ as $$
               from (select e.id from sag.events e
                      where e.source_id = p_source_id and e.embedding is not null
                      order by e.embedding operator(@extschema:vector@.<=>) event_embedding limit similar_n) se
-              join sag.event_keys ek on ek.event_id = se.id
-              join sag.keys k on k.id = ek.key_id), '[]'::jsonb),
+              join sag.event_keys ek on ek.source_id = p_source_id and ek.event_id = se.id
+              join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id), '[]'::jsonb),
+
         'key_types', coalesce((
             select jsonb_agg(t order by t) from (
                 select jsonb_object_keys(s.config -> 'key_types') as t from sag.sources s where s.id = p_source_id

@@ -291,11 +291,11 @@ set search_path = pg_catalog, sag, pg_temp
 set enable_seqscan = off
 as $$
     with activated as (
-        select ek.key_id, sum(e.w) as w
+        select ek.source_id, ek.key_id, sum(e.w) as w
           from unnest(event_ids, event_weights) as e(event_id, w)
           join sag.event_keys ek on ek.event_id = e.event_id
          where e.w > 0
-         group by ek.key_id
+         group by ek.source_id, ek.key_id
     ),
     key_types as (
         -- Each source's key-type weights, read once: not one sources lookup per activated key.
@@ -309,7 +309,7 @@ as $$
                            * case when k.event_count <= max_key_events then 1
                                   else (max_key_events::float8 / k.event_count) ^ 2 end as w
                   from activated a
-                  join sag.keys k on k.id = a.key_id
+                  join sag.keys k on k.source_id = a.source_id and k.id = a.key_id
                   cross join key_types kt
                  where (k.event_count <= max_key_events or soft_hubs)
                    and (source_ids is null or k.source_id = any (source_ids))) x
@@ -420,7 +420,7 @@ begin
         -- k1: the given seeds, plus every key of the feedback chunks with k1 = s of its chunk; a key given
         -- twice keeps its largest weight.  Keys outside the sources are left out, and so are hubs, except
         -- those in hub_seed_ids (the keys the question names): a named key is always a seed.
-        select s.key_id, max(s.w) as w, bool_or(k.event_count > max_key_events) as hub
+        select k.source_id, s.key_id, max(s.w) as w, bool_or(k.event_count > max_key_events) as hub
           from (select u.key_id, u.w from unnest(seed_key_ids, seed_weights) as u(key_id, w)
                 union all
                 select ck.key_id, f.s from feedback f join sag.chunk_keys ck on ck.chunk_id = f.chunk_id) s
@@ -428,7 +428,7 @@ begin
          where s.w > 0
            and (k.event_count <= max_key_events or k.id = any (hub_seed_ids))
            and (source_ids is null or k.source_id = any (source_ids))
-         group by s.key_id
+         group by k.source_id, s.key_id
     ),
     e1 as (
         -- Event-query-related: the event_limit events nearest to the query (HNSW, cosine known), and the
@@ -447,14 +447,14 @@ begin
     seed_events as (
         -- Event-key-query-related, with W_event-key(e) = sum of k1 over the seed keys e contains.  A hub seed
         -- counts only in the events related to the query (e1): its other events would be read for nothing.
-        select ek.event_id, e.chunk_id, sum(s.w) as w_ek
+        select e.source_id, ek.event_id, e.chunk_id, sum(s.w) as w_ek
           from seeds s
-          join sag.event_keys ek on ek.key_id = s.key_id
-          join sag.events e on e.id = ek.event_id
+          join sag.event_keys ek on ek.source_id = s.source_id and ek.key_id = s.key_id
+          join sag.events e on e.source_id = ek.source_id and e.id = ek.event_id
          where (source_ids is null or e.source_id = any (source_ids))
            and (event_filter is null or e.id in (select unnest(event_filter)))
            and (not s.hub or ek.event_id in (select e1.event_id from e1))
-         group by ek.event_id, e.chunk_id
+         group by e.source_id, ek.event_id, e.chunk_id
     ),
     intersected as (
         -- Event-related = the intersection; W_e2 = W_event-key * e1, where e1 of an event mixes its cosine
@@ -463,7 +463,7 @@ begin
           from (select se.event_id,
                        se.w_ek * ((1 - etw) * coalesce(e1.sim,
                                       (select greatest(0, (1 - coalesce(nullif(x.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
-                                         from sag.events x where x.id = se.event_id))
+                                         from sag.events x where x.source_id = se.source_id and x.id = se.event_id))
                                   + etw * coalesce(qc.ts, 0)) as w
                   from seed_events se
                   join e1 on e1.event_id = se.event_id
@@ -476,11 +476,12 @@ begin
         select s.event_id,
                s.w_ek * ((1 - etw) * greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
                          + etw * coalesce(qc.ts, 0)) as w
-          from (select se.event_id, se.chunk_id, se.w_ek from seed_events se
+          from (select se.source_id, se.event_id, se.chunk_id, se.w_ek from seed_events se
                  where not exists (select 1 from intersected)
                  order by se.w_ek desc, se.event_id
                  limit event_limit) s
-          join sag.events e on e.id = s.event_id
+          join sag.events e on e.source_id = s.source_id and e.id = s.event_id
+
           left join qc on qc.chunk_id = s.chunk_id
     ),
     fallback_query as (

@@ -111,13 +111,14 @@ begin
         select array_agg(x.event_id), array_agg(x.w) into ev_ids, ev_w
           from (select ev.event_id,
                        ev.w_ek * greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as w
-                  from (select ek.event_id, sum(f.w) as w_ek
+                  from (select ek.source_id, ek.event_id, sum(f.w) as w_ek
                           from unnest(f_ids, f_w) as f(key_id, w)
                           join sag.keys k on k.id = f.key_id
-                          join sag.event_keys ek on ek.key_id = f.key_id
+                          join sag.event_keys ek on ek.source_id = k.source_id and ek.key_id = k.id
                          where k.event_count <= max_key_events and f.w > 0
-                         group by ek.event_id) ev
-                  join sag.events e on e.id = ev.event_id
+                         group by ek.source_id, ek.event_id) ev
+                  join sag.events e on e.source_id = ev.source_id and e.id = ev.event_id
+
                  where (source_ids is null or e.source_id = any (source_ids))
                    and (event_filter is null or e.id in (select unnest(event_filter)))) x;
 

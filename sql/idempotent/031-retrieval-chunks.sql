@@ -437,18 +437,19 @@ begin
     return query
     with kf as (
         -- key-final, restricted to the sources; duplicates merged (largest weight, first step).
-        select u.key_id, max(u.w) as w, min(u.step) as step
+        select k.source_id, u.key_id, max(u.w) as w, min(u.step) as step
           from unnest(key_ids, key_weights, key_steps) as u(key_id, w, step)
           join sag.keys k on k.id = u.key_id
          where u.w > 0 and (source_ids is null or k.source_id = any (source_ids))
-         group by u.key_id
+         group by k.source_id, u.key_id
     ),
     key_scores as (
         -- sum over the keys of key-final in c of W(k) * ln(1 + count(k, c)) / step(k)
         select ck.chunk_id, sum(kf.w * ln(1 + ck.count) / kf.step) as key_score
           from kf
-          join sag.chunk_keys ck on ck.key_id = kf.key_id
-          join sag.chunks c on c.id = ck.chunk_id
+          join sag.chunk_keys ck on ck.source_id = kf.source_id and ck.key_id = kf.key_id
+          join sag.chunks c on c.source_id = ck.source_id and c.id = ck.chunk_id
+
          where (source_ids is null or c.source_id = any (source_ids))
            and (chunk_filter is null or c.id in (select unnest(chunk_filter)))
          group by ck.chunk_id

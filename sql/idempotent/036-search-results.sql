@@ -195,18 +195,18 @@ begin
                   'events', (select coalesce(json_agg(json_build_object(
                                      'id', e.id, 'title', e.title, 'content', e.content, 'time', e.event_time)
                                      order by e.ordinal, e.id), '[]'::json)
-                               from sag.events e where e.chunk_id = c.id),
+                               from sag.events e where e.source_id = c.source_id and e.chunk_id = c.id),
                   'keys', (select coalesce(json_agg(json_build_object(
                                    'id', k.id, 'type', k.type, 'name', k.name, 'count', ck.count,
                                    'weight', kf.weight, 'step', kf.step)
                                    order by kf.weight desc nulls last, ck.count desc, k.id), '[]'::json)
-                             from sag.chunk_keys ck join sag.keys k on k.id = ck.key_id
+                             from sag.chunk_keys ck join sag.keys k on k.source_id = ck.source_id and k.id = ck.key_id
                              left join kf on kf.id = k.id
-                            where ck.chunk_id = c.id))
+                            where ck.source_id = c.source_id and ck.chunk_id = c.id))
               order by t.n), '[]'::json)
          from t
          join sag.chunks c on c.id = t.id
-         join sag.documents d on d.id = c.document_id),
+         join sag.documents d on d.source_id = c.source_id and d.id = c.document_id),
       (select coalesce(json_agg(json_build_object(
                   'id', k.id, 'type', k.type, 'name', k.name,
                   'value', coalesce(to_json(k.value_string), to_json(k.value_number), to_json(k.value_bool)))),
@@ -296,8 +296,9 @@ begin
                               array(select json_array_elements_text(result -> 'terms')), sids, pins)
            with ordinality as x(chunk_id, score, n)
       join sag.chunks c on c.id = x.chunk_id
-      join sag.documents d on d.id = c.document_id
+      join sag.documents d on d.source_id = c.source_id and d.id = c.document_id
      order by x.n;
+
 end;
 $$;
 comment on function sag.search(text, integer, text, @extschema:vector@.vector) is

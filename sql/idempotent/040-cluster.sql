@@ -24,7 +24,7 @@ set search_path = pg_catalog, sag, pg_temp
 as $$
     select ek.event_id, ek.key_id
       from sag.event_keys ek
-      join sag.keys k on k.id = ek.key_id
+      join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
      where ek.event_id = any (event_ids)
        and (key_types is null or k.type = any (key_types))
 $$;

@@ -91,9 +91,10 @@ begin
               from sag.keys k0
               -- the same name under any type (sag_internal._dataflow_entity)
               join sag.keys k on k.source_id = k0.source_id and k.normalized = k0.normalized
-              join sag.event_keys ek on ek.key_id = k.id
-              join sag.events e on e.id = ek.event_id
+              join sag.event_keys ek on ek.source_id = k.source_id and ek.key_id = k.id
+              join sag.events e on e.source_id = ek.source_id and e.id = ek.event_id
              where k0.id = any (coalesce(entity_keys, '{}'))
+
                and k.event_count <= hub
                and (source_ids is null or e.source_id = any (source_ids))
              group by ek.event_id

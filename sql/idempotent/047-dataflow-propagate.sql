@@ -86,12 +86,13 @@ begin
                   from (select ek.event_id as parent, other.event_id as child,
                                count(distinct k0.type) as types, sum(sag_internal._dataflow_specificity(k.event_count, corpus_events)) as keys
                           from sag.event_keys ek
-                          join sag.keys k0 on k0.id = ek.key_id
+                          join sag.keys k0 on k0.source_id = ek.source_id and k0.id = ek.key_id
                           -- the same name under any type (sag_internal._dataflow_entity)
                           join sag.keys k on k.source_id = k0.source_id and k.normalized = k0.normalized
                                          and k.event_count <= hub
-                          join sag.event_keys other on other.key_id = k.id
-                          join sag.events e on e.id = other.event_id
+                          join sag.event_keys other on other.source_id = k.source_id and other.key_id = k.id
+                          join sag.events e on e.source_id = other.source_id and e.id = other.event_id
+
                          where ek.event_id = any (f_ids)
                            and other.event_id <> all (visited)
                            and (source_ids is null or e.source_id = any (source_ids))

@@ -26,11 +26,11 @@ language sql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
     select least(1.0, 0.5
-               + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.id = ek.key_id
+               + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
                                     where ek.event_id = dataflow_preference.event_id and k.type = 'topic'
                                       and k.normalized in (select sag_internal._fold_word(f) from unnest(focus) f))
                       then 0.3 else 0 end
-               + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.id = ek.key_id
+               + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
                                     where ek.event_id = dataflow_preference.event_id and k.type = 'tag'
                                       and k.normalized in (select sag_internal._fold_word(f) from unnest(focus) f))
                       then 0.2 else 0 end)::float8

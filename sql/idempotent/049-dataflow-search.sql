@@ -29,32 +29,34 @@ as $$
                                 coalesce(text_chunk_ids, '{}'), 1 - text_weight, text_weight, rrf_k) f
          where text_weight > 0),
     recalled as (
-        select c.id, c.document_id, c.ordinal, r.score
+        select c.source_id, c.id, c.document_id, c.ordinal, r.score
           from ranked r join sag.chunks c on c.id = r.id
          order by r.score desc, c.id
          limit greatest(top_n, 0)),
     neighbours as (
-        select r.document_id, r.ordinal as a, r.score as a_score,
+        select r.source_id, r.document_id, r.ordinal as a, r.score as a_score,
                lead(r.ordinal) over w as b, lead(r.score) over w as b_score
           from recalled r
         window w as (partition by r.document_id order by r.ordinal)),
     filled as (
-        select c.id, c.document_id, c.ordinal, least(n.a_score, n.b_score) as score
+        select c.source_id, c.id, c.document_id, c.ordinal, least(n.a_score, n.b_score) as score
           from neighbours n
-          join sag.chunks c on c.document_id = n.document_id and c.ordinal > n.a and c.ordinal < n.b
+          join sag.chunks c on c.source_id = n.source_id and c.document_id = n.document_id
+                           and c.ordinal > n.a and c.ordinal < n.b
          where n.b - n.a - 1 between 1 and max_gap),
     every as (
-        select r.id, r.document_id, r.ordinal, r.score, false as completed from recalled r
+        select r.source_id, r.id, r.document_id, r.ordinal, r.score, false as completed from recalled r
         union all
-        select f.id, f.document_id, f.ordinal, f.score, true from filled f),
+        select f.source_id, f.id, f.document_id, f.ordinal, f.score, true from filled f),
     documents as (
         select e.document_id, max(e.score) as best from every e group by e.document_id)
     select e.id, e.document_id, e.ordinal, c.start_line, c.end_line, e.score, e.completed,
            (row_number() over (order by d.best desc, d.document_id, e.ordinal))::integer
       from every e
       join documents d on d.document_id = e.document_id
-      join sag.chunks c on c.id = e.id
+      join sag.chunks c on c.source_id = e.source_id and c.id = e.id
      order by 8
+
 $$;
 comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bigint[], float8, integer) is
     'DataFlow chunk recall and completion (seed §1.3 steps 6-7): chunk score = its best event''s score; the '

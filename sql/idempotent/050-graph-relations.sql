@@ -26,14 +26,13 @@ as $$
         -- everything nearly doubled the pairs of a Chinese event (rgb-zh: 7.9 keys and 34.1 pairs an event;
         -- 5.7 and 19.6 without them), which made the relations half of an rgb-zh database and half of its
         -- ingest time.
-        select ek.event_id, ek.key_id
-          from sag.event_keys ek join sag.keys k on k.id = ek.key_id
+        select ek.source_id, ek.event_id, ek.key_id
+          from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
          where ek.event_id in (select f.event_id from fresh f) and k.type not in ('action', 'time')
     ), pairs as (
-        select e.source_id, a.key_id as head, b.key_id as tail, a.event_id
+        select a.source_id, a.key_id as head, b.key_id as tail, a.event_id
           from entity_links a
-          join entity_links b on b.event_id = a.event_id and b.key_id > a.key_id
-          join sag.events e on e.id = a.event_id
+          join entity_links b on b.source_id = a.source_id and b.event_id = a.event_id and b.key_id > a.key_id
          where (a.event_id, a.key_id) in (select f.event_id, f.key_id from fresh f)
             or (b.event_id, b.key_id) in (select f.event_id, f.key_id from fresh f)
     ), counted as (
@@ -48,10 +47,11 @@ as $$
            set evidence_count = r.evidence_count + excluded.evidence_count,
                weight = sag_internal._cooccurrence_weight(r.evidence_count + excluded.evidence_count)
          where r.origin = 'cooccurrence'   -- a related_to stated by a call or an LLM stays as stated
-        returning r.id, r.head_key_id, r.tail_key_id
+        returning r.source_id, r.id, r.head_key_id, r.tail_key_id
     ), linked as (
-        insert into sag.relation_events (relation_id, event_id)
-        select s.id, p.event_id from stored s join pairs p on p.head = s.head_key_id and p.tail = s.tail_key_id
+        insert into sag.relation_events (source_id, relation_id, event_id)
+        select s.source_id, s.id, p.event_id
+          from stored s join pairs p on p.source_id = s.source_id and p.head = s.head_key_id and p.tail = s.tail_key_id
         on conflict do nothing
         returning 1
     )
@@ -71,8 +71,8 @@ declare
 begin
     delete from sag.relations r where r.origin = 'cooccurrence' and (source_ids is null or r.source_id = any(source_ids));
     select sag_internal._cooccur_links(array_agg(ek.event_id), array_agg(ek.key_id)) into n
-      from sag.event_keys ek join sag.events e on e.id = ek.event_id
-     where source_ids is null or e.source_id = any(source_ids);
+      from sag.event_keys ek
+     where source_ids is null or ek.source_id = any(source_ids);
     return n;
 end;
 $$;
@@ -123,8 +123,8 @@ language sql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
     select k.id, k.source_id, k.type, k.name, k.description, k.event_count, k.pinned,
-           array(select t.name from sag.key_tags kt join sag.tags t on t.id = kt.tag_id
-                  where kt.key_id = k.id order by kt.relevance desc, t.name)
+           array(select t.name from sag.key_tags kt join sag.tags t on t.source_id = kt.source_id and t.id = kt.tag_id
+                  where kt.source_id = k.source_id and kt.key_id = k.id order by kt.relevance desc, t.name)
       from sag.keys k where k.id = key_id
 $$;
 comment on function sag.get_entity(bigint) is 'An entity (key) with its description and tags (most relevant first); no row if none.';
@@ -185,7 +185,8 @@ begin
            event_id = coalesce(r.event_id, excluded.event_id)
     returning r.id into rel;
     if event_id is not null then
-        insert into sag.relation_events (relation_id, event_id) values (rel, event_id) on conflict do nothing;
+        insert into sag.relation_events (source_id, relation_id, event_id) values (head_source, rel, event_id)
+        on conflict do nothing;
     end if;
     return rel;
 end;
@@ -218,7 +219,9 @@ set search_path = pg_catalog, sag, pg_temp
 as $$
     select r.id, r.head_key_id, h.name, r.relation_type, r.tail_key_id, t.name, r.weight, r.origin,
            r.evidence_count, r.event_id
-      from sag.relations r join sag.keys h on h.id = r.head_key_id join sag.keys t on t.id = r.tail_key_id
+      from sag.relations r
+      join sag.keys h on h.source_id = r.source_id and h.id = r.head_key_id
+      join sag.keys t on t.source_id = r.source_id and t.id = r.tail_key_id
      where r.head_key_id = relations_of.key_id or r.tail_key_id = relations_of.key_id
      order by r.weight desc, r.evidence_count desc, r.id
      limit lim
@@ -259,12 +262,14 @@ set search_path = pg_catalog, sag, pg_temp
 as $$
     select e.id, d.uri, e.content, array_agg(k.id order by k.id), array_agg(k.name order by k.id)
       from sag.documents d
-      join sag.events e on e.document_id = d.id
-      join sag.event_keys ek on ek.event_id = e.id
-      join sag.keys k on k.id = ek.key_id
+      join sag.events e on e.source_id = d.source_id and e.document_id = d.id
+      join sag.event_keys ek on ek.source_id = e.source_id and ek.event_id = e.id
+      join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
      where d.source_id = p_source_id and (uris is null or d.uri = any(uris))
-       and not exists (select 1 from sag.relation_events re join sag.relations r on r.id = re.relation_id
-                        where re.event_id = e.id and r.origin = 'llm')
+       and not exists (select 1 from sag.relation_events re
+                         join sag.relations r on r.source_id = re.source_id and r.id = re.relation_id
+                        where re.source_id = e.source_id and re.event_id = e.id and r.origin = 'llm')
+
      group by e.id, d.uri, e.content
     having count(*) >= 2
      order by e.id

@@ -8,12 +8,14 @@ language sql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
     select r.tail_key_id, r.weight, r.relation_type from sag.relations r
-     where r.head_key_id = _neighbours.key_id
+     where r.source_id = (select k.source_id from sag.keys k where k.id = _neighbours.key_id)
+       and r.head_key_id = _neighbours.key_id
        and (direction in ('out', 'both') or r.origin = 'cooccurrence')
        and (relation_types is null or r.relation_type = any(relation_types))
     union all
     select r.head_key_id, r.weight, r.relation_type from sag.relations r
-     where r.tail_key_id = _neighbours.key_id
+     where r.source_id = (select k.source_id from sag.keys k where k.id = _neighbours.key_id)
+       and r.tail_key_id = _neighbours.key_id
        and (direction in ('in', 'both') or r.origin = 'cooccurrence')
        and (relation_types is null or r.relation_type = any(relation_types))
 $$;
@@ -87,17 +89,17 @@ as $$
     with kw as (
         select distinct lower(normalize(w, NFKC)) as w from unnest(keywords) w where coalesce(w, '') <> ''
     ), hits as (
-        select k.id, count(distinct kw.w)::int as matched
+        select k.source_id, k.id, count(distinct kw.w)::int as matched
           from kw join sag.keys k
             on k.normalized like '%' || replace(replace(replace(kw.w, '\', '\\'), '%', '\%'), '_', '\_') || '%'
          where (source_ids is null or k.source_id = any(source_ids))
            and (k.normalized = kw.w
                 or kw.w ~ ('[' || sag_internal._han_class() || ']')
                 or position(' ' || kw.w || ' ' in ' ' || regexp_replace(lower(k.name), '[^[:alnum:]]+', ' ', 'g') || ' ') > 0)
-         group by k.id
+         group by k.source_id, k.id
     )
     select k.id, k.source_id, k.type, k.name, k.description, k.event_count, h.matched
-      from hits h join sag.keys k on k.id = h.id
+      from hits h join sag.keys k on k.source_id = h.source_id and k.id = h.id
      order by h.matched desc, (k.normalized = any(select w from kw)) desc, k.event_count desc, k.id
      limit lim
 $$;
@@ -120,8 +122,10 @@ as $$
     )
     select r.head_key_id, h.name, h.type, r.relation_type, r.tail_key_id, t.name, t.type, r.weight, r.origin
       from sag.relations r
-      join sag.keys h on h.id = r.head_key_id join sag.keys t on t.id = r.tail_key_id
-     where r.head_key_id in (select id from nodes) and r.tail_key_id in (select id from nodes)
+      join sag.keys h on h.source_id = r.source_id and h.id = r.head_key_id
+      join sag.keys t on t.source_id = r.source_id and t.id = r.tail_key_id
+     where r.source_id = (select k.source_id from sag.keys k where k.id = neighbourhood_edges.key_id)
+       and r.head_key_id in (select id from nodes) and r.tail_key_id in (select id from nodes)
        and (relation_types is null or r.relation_type = any(select sag_internal._relation_type(x) from unnest(relation_types) x))
      order by r.head_key_id, r.tail_key_id, r.relation_type
 $$;

@@ -25,7 +25,7 @@ returns bigint
 language sql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
-    select count(*) from sag.key_tags kt join sag.tags t on t.id = kt.tag_id
+    select count(*) from sag.key_tags kt join sag.tags t on t.source_id = kt.source_id and t.id = kt.tag_id
      where t.source_id = p_source_id and t.name = sag_internal._tag_name(tag)
 $$;
 comment on function sag.entity_count_by_tag(bigint, text) is 'How many entities carry the tag.';
@@ -44,7 +44,8 @@ as $$
                 and abs(char_length(t.name) - char_length(candidate)) <= 2
                 and (starts_with(t.name, candidate) or starts_with(candidate, t.name))))
      order by t.name = candidate desc,
-              (select count(*) from sag.key_tags kt where kt.tag_id = t.id) desc, char_length(t.name), t.name
+              (select count(*) from sag.key_tags kt where kt.source_id = t.source_id and kt.tag_id = t.id) desc,
+              char_length(t.name), t.name
      limit 1
 $$;
 
@@ -87,9 +88,10 @@ begin
              limit max_tags) b;
     insert into sag.tags (source_id, name) select src, u.name from unnest(names) u(name) order by u.name
     on conflict (source_id, name) do nothing;
-    delete from sag.key_tags kt where kt.key_id = set_entity_tags.key_id;
-    insert into sag.key_tags (key_id, tag_id, relevance)
-    select set_entity_tags.key_id, t.id, u.rel
+    delete from sag.key_tags kt where kt.source_id = src and kt.key_id = set_entity_tags.key_id;
+    insert into sag.key_tags (source_id, key_id, tag_id, relevance)
+    select src, set_entity_tags.key_id, t.id, u.rel
+
       from unnest(names, rels) u(name, rel) join sag.tags t on t.source_id = src and t.name = u.name;
     return cardinality(names);
 end;

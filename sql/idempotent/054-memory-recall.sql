@@ -92,7 +92,9 @@ begin
          group by c.document_id order by 2 desc, 1 limit candidates
     ), by_graph as (
         select ev.document_id, max(en.score) as g from ents en
-          join sag.event_keys ek on ek.key_id = en.key_id join sag.events ev on ev.id = ek.event_id
+          join sag.keys k on k.id = en.key_id
+          join sag.event_keys ek on ek.source_id = k.source_id and ek.key_id = k.id
+          join sag.events ev on ev.source_id = ek.source_id and ev.id = ek.event_id
          group by ev.document_id order by 2 desc, 1 limit candidates
     ), cand as (
         select coalesce(bc.document_id, bg.document_id) as document_id, bc.document_id is not null as via_c,
@@ -101,11 +103,16 @@ begin
     ), scored as materialized (   -- each candidate's components once (not again in the filter and the sort)
         select d.id, d.uri, d.title, c.via_c, c.via_g,
                sag_internal._overlap(qb, d.title, d.summary,
-                            array(select ch.content from sag.chunks ch where ch.document_id = d.id)) as o,
-               coalesce((select max(en.score) from sag.events ev join sag.event_keys ek on ek.event_id = ev.id
-                           join ents en on en.key_id = ek.key_id where ev.document_id = d.id), 0) as g,
+                            array(select ch.content from sag.chunks ch
+                                   where ch.source_id = d.source_id and ch.document_id = d.id)) as o,
+               coalesce((select max(en.score) from sag.events ev
+                           join sag.event_keys ek on ek.source_id = ev.source_id and ek.event_id = ev.id
+                           join ents en on en.key_id = ek.key_id
+                          where ev.source_id = d.source_id and ev.document_id = d.id), 0) as g,
                sag.temporal_weight(d.updated_at, now(), half_life) as t,
-               sag.reference_weight((select rs.recall_count from sag.recall_stats rs where rs.document_id = d.id)) as r
+               sag.reference_weight((select rs.recall_count from sag.recall_stats rs
+                                      where rs.source_id = d.source_id and rs.document_id = d.id)) as r
+
           from cand c join sag.documents d on d.id = c.document_id
     ), ranked as (
         select s.*, sag.memory_score(strategy, s.o, s.g, s.t, s.r, weights) as total from scored s

@@ -18,11 +18,12 @@ as $$
           from unnest(document_ids, scores, searches) u(id, score, search)
          where u.id is not null group by 1, 2
     ), noted as (
-        insert into sag.recall_stats as s (document_id, recall_count, total_score, last_recall_at)
-        select p.id, count(*), sum(p.score), now() from per_search p
-         where exists (select 1 from sag.documents d where d.id = p.id)
-         group by p.id order by p.id
-        on conflict (document_id) do update
+        insert into sag.recall_stats as s (source_id, document_id, recall_count, total_score, last_recall_at)
+        select d.source_id, p.id, count(*), sum(p.score), now()
+          from per_search p join sag.documents d on d.id = p.id
+         group by d.source_id, p.id order by d.source_id, p.id
+        on conflict (source_id, document_id) do update
+
            set recall_count = s.recall_count + excluded.recall_count,
                total_score = s.total_score + excluded.total_score,
                last_recall_at = excluded.last_recall_at
@@ -103,7 +104,7 @@ begin
                greatest(d.updated_at, rs.last_recall_at) as last_active,
                sag.recall_value(coalesce(rs.recall_count, 0), coalesce(rs.total_score, 0),
                                 coalesce(rs.last_recall_at, d.updated_at), at, weights, half_life) as v
-          from sag.documents d left join sag.recall_stats rs on rs.document_id = d.id
+          from sag.documents d left join sag.recall_stats rs on rs.source_id = d.source_id and rs.document_id = d.id
          where source_ids is null or d.source_id = any(source_ids)
     ), expired as (
         select i.*, 'ttl'::text as reason from items i
@@ -167,7 +168,8 @@ set search_path = pg_catalog, sag, pg_temp
 as $$
     select d.id, d.uri, rs.recall_count, rs.total_score / nullif(rs.recall_count, 0), rs.last_recall_at,
            sag.recall_value(rs.recall_count, rs.total_score, rs.last_recall_at)
-      from sag.recall_stats rs join sag.documents d on d.id = rs.document_id
+      from sag.recall_stats rs join sag.documents d on d.source_id = rs.source_id and d.id = rs.document_id
+
      where source_ids is null or d.source_id = any(source_ids)
      order by rs.recall_count desc, rs.last_recall_at desc, d.id
      limit lim

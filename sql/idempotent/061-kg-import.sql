@@ -73,7 +73,8 @@ begin
           join sag.keys k on k.source_id = target_source and k.type = 'entity'
                          and k.normalized = sag_internal._kg_normalized(r.subject)
          where r.batch = batch_id and r.kind = 'n'
-        on conflict (key_id, lang, md5(name)) do nothing
+        on conflict (source_id, key_id, lang, md5(name)) do nothing
+
         returning 1
     )
     select count(*) into new_names from added;

@@ -50,7 +50,8 @@ language sql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
     select coalesce(
-        (select n.name from sag.kg_names n where n.key_id = node
+        (select n.name from sag.kg_names n
+          where n.source_id = (select k.source_id from sag.keys k where k.id = node) and n.key_id = node
           order by (n.lang = 'en' or n.lang like 'en-%') desc, n.lang, n.name limit 1),
         (select case when k.type in ('entity', 'literal', 'number', 'bool', 'date') then '' else k.name end
            from sag.keys k where k.id = node),
@@ -106,7 +107,7 @@ begin
           order by 1 limit max_relations)
         union
         (select distinct r.relation_type from sag.relations r
-          where r.tail_key_id = e.node and strpos(r.relation_type, '://') = 0
+          where r.source_id = e.node_source and r.tail_key_id = e.node and strpos(r.relation_type, '://') = 0
           order by 1 limit max_relations));
     return query select c.relation, c.score
                    from sag.kg_choose_relations(found, question, top_k, extra_relations,
@@ -149,20 +150,20 @@ begin
     nodes as (
         select rl.r as relation, 'out' as direction, o.node
           from rels rl
-         cross join lateral (select x.tail_key_id as node from sag.relations x join sag.keys k on k.id = x.tail_key_id
+         cross join lateral (select x.tail_key_id as node from sag.relations x join sag.keys k on k.source_id = x.source_id and k.id = x.tail_key_id
                               where x.source_id = e.node_source and x.head_key_id = e.node and x.relation_type = rl.r
                               order by k.name limit 2 * limit_per_relation) o
         union all
         select rl.r, 'in', i.node
           from rels rl
-         cross join lateral (select x.head_key_id as node from sag.relations x join sag.keys k on k.id = x.head_key_id
-                              where x.tail_key_id = e.node and x.relation_type = rl.r
+         cross join lateral (select x.head_key_id as node from sag.relations x join sag.keys k on k.source_id = x.source_id and k.id = x.head_key_id
+                              where x.source_id = e.node_source and x.tail_key_id = e.node and x.relation_type = rl.r
                               order by k.name limit 4 * limit_per_relation) i
     )
     select coalesce(jsonb_agg(jsonb_build_object('relation', n.relation, 'direction', n.direction, 'id', k.name,
                                                  'name', sag.kg_node_name(n.node), 'key', n.node)), '[]')
       into hop1
-      from nodes n join sag.keys k on k.id = n.node;
+      from nodes n join sag.keys k on k.source_id = e.node_source and k.id = n.node;
     -- The edges of the CVT nodes (out-CVTs: their out edges, in-CVTs: their in edges; 50 relations each, 2x
     -- limit_per_relation nodes per relation), and of the CVT nodes flatten_map names.
     with cvts as (
@@ -183,24 +184,25 @@ begin
                                  and strpos(x.relation_type, '://') = 0 order by 1 limit 50)
                              union all
                              (select distinct x.relation_type from sag.relations x
-                               where c.direction = 'in' and x.tail_key_id = c.node
+                               where c.direction = 'in' and x.source_id = e.node_source and x.tail_key_id = c.node
                                  and strpos(x.relation_type, '://') = 0 order by 1 limit 50)) r
     ),
     edges as (
         select cr.id as cvt, cr.direction, cr.rel, o.node
           from cvt_rels cr
-         cross join lateral ((select x.tail_key_id as node from sag.relations x join sag.keys k on k.id = x.tail_key_id
+         cross join lateral ((select x.tail_key_id as node from sag.relations x join sag.keys k on k.source_id = x.source_id and k.id = x.tail_key_id
                                where cr.direction = 'out' and x.source_id = e.node_source and x.head_key_id = cr.node
                                  and x.relation_type = cr.rel order by k.name limit 2 * limit_per_relation)
                              union all
-                             (select x.head_key_id from sag.relations x join sag.keys k on k.id = x.head_key_id
-                               where cr.direction = 'in' and x.tail_key_id = cr.node and x.relation_type = cr.rel
+                             (select x.head_key_id from sag.relations x join sag.keys k on k.source_id = x.source_id and k.id = x.head_key_id
+                               where cr.direction = 'in' and x.source_id = e.node_source and x.tail_key_id = cr.node
+                                 and x.relation_type = cr.rel
                                order by k.name limit 2 * limit_per_relation)) o
     )
     select coalesce(jsonb_agg(jsonb_build_object('cvt', g.cvt, 'direction', g.direction, 'relation', g.rel,
                                                  'id', k.name, 'name', sag.kg_node_name(g.node))), '[]')
       into hop2
-      from edges g join sag.keys k on k.id = g.node;
+      from edges g join sag.keys k on k.source_id = e.node_source and k.id = g.node;
     return sag.kg_assemble_triples(entity_id, entity_name, relations, hop1, hop2, flatten_map, question,
                                    limit_per_relation, seed, coalesce(whitelist, sag_internal._kg_whitelist(e.node_source)),
                                    flatten_choice);

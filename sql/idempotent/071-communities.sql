@@ -91,11 +91,12 @@ as $$
                    row_number() over (partition by ce.cluster_id order by h.hits desc, e.id) as n
               from sag.cluster_events ce
               join sag.clusters c on c.id = ce.cluster_id
-              join sag.events e on e.id = ce.event_id
+              join sag.events e on e.source_id = ce.source_id and e.id = ce.event_id
               cross join lateral (
                   select count(*)::integer as hits
                     from sag.event_keys ek
-                   where ek.event_id = e.id
+                   where ek.source_id = e.source_id and ek.event_id = e.id
+
                      and ek.key_id in (select (t->>'id')::bigint from jsonb_array_elements(c.top_keys) t)) h
              where ce.cluster_id = any (cluster_ids)) x
      where x.n <= max_events

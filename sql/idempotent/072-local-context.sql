@@ -98,12 +98,15 @@ begin
     with rows as (
         select e.key_id, e.rank::integer as rank, k.name, k.type,
                (select string_agg(sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))), '; ' order by ev.id)
-                  from (select ev.id, ev.title, ev.content from sag.event_keys ek join sag.events ev on ev.id = ek.event_id
-                         where ek.key_id = e.key_id order by ev.id limit 2) ev) as description,
+                  from (select ev.id, ev.title, ev.content
+                          from sag.event_keys ek join sag.events ev on ev.source_id = ek.source_id and ev.id = ek.event_id
+                         where ek.source_id = k.source_id and ek.key_id = e.key_id order by ev.id limit 2) ev) as description,
                (select count(distinct o.key_id)
-                  from (select ek.event_id from sag.event_keys ek where ek.key_id = e.key_id
+                  from (select ek.source_id, ek.event_id from sag.event_keys ek
+                         where ek.source_id = k.source_id and ek.key_id = e.key_id
                          order by ek.event_id limit 500) m
-                  join sag.event_keys o on o.event_id = m.event_id and o.key_id <> e.key_id)::integer as degree
+                  join sag.event_keys o on o.source_id = m.source_id and o.event_id = m.event_id
+                                       and o.key_id <> e.key_id)::integer as degree
           from unnest(selected) with ordinality as e(key_id, rank) join sag.keys k on k.id = e.key_id
     ),
     lines as (
@@ -125,18 +128,20 @@ begin
 
     -- Relationships: key co-occurrence around the selected entities.
     with pairs as (
-        select a.key_id as src, b.key_id as tgt, count(*)::integer as weight, min(a.event_id) as event_id
-          from sag.event_keys a
-          join sag.event_keys b on b.event_id = a.event_id and b.key_id <> a.key_id
-         where a.key_id = any (selected)
+        select a.source_id, a.key_id as src, b.key_id as tgt, count(*)::integer as weight, min(a.event_id) as event_id
+          from sag.keys sk
+          join sag.event_keys a on a.source_id = sk.source_id and a.key_id = sk.id
+          join sag.event_keys b on b.source_id = a.source_id and b.event_id = a.event_id and b.key_id <> a.key_id
+         where sk.id = any (selected)
            and not (b.key_id = any (selected) and b.key_id < a.key_id)  -- an in-network pair once
-         group by a.key_id, b.key_id
+         group by a.source_id, a.key_id, b.key_id
     ),
     linked as (
         select p.*, p.tgt = any (selected) as in_network,
                (select count(distinct x.key_id) from sag.event_keys y
-                  join sag.event_keys x on x.event_id = y.event_id and x.key_id = any (selected)
-                 where y.key_id = p.tgt)::integer as links
+                  join sag.event_keys x on x.source_id = y.source_id and x.event_id = y.event_id
+                                       and x.key_id = any (selected)
+                 where y.source_id = p.source_id and y.key_id = p.tgt)::integer as links
           from pairs p
     ),
     ranked as (
@@ -146,10 +151,10 @@ begin
     kept as (
         select r.*, ks.name as src_name, kt.name as tgt_name,
                (select sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))) from sag.events ev
-                 where ev.id = r.event_id) as description
+                 where ev.source_id = r.source_id and ev.id = r.event_id) as description
           from ranked r
-          join sag.keys ks on ks.id = r.src
-          join sag.keys kt on kt.id = r.tgt
+          join sag.keys ks on ks.source_id = r.source_id and ks.id = r.src
+          join sag.keys kt on kt.source_id = r.source_id and kt.id = r.tgt
          where r.n <= top_k_relationships * cardinality(selected)
     )
     select array_agg(concat_ws('|', k.n, sag_internal._cell(k.src_name), sag_internal._cell(k.tgt_name), k.description, k.weight, k.links)
@@ -168,10 +173,11 @@ begin
     -- Reports of the communities holding the entities' events.
     with matched as (
         select ce.cluster_id, count(distinct ek.key_id)::integer as matches
-          from sag.event_keys ek
-          join sag.cluster_events ce on ce.event_id = ek.event_id
+          from sag.keys sk
+          join sag.event_keys ek on ek.source_id = sk.source_id and ek.key_id = sk.id
+          join sag.cluster_events ce on ce.source_id = ek.source_id and ce.event_id = ek.event_id
           join sag.clusters c on c.id = ce.cluster_id and c.run_id = run and c.level = lvl
-         where ek.key_id = any (selected)
+         where sk.id = any (selected)
          group by ce.cluster_id
     ),
     ranked as (
@@ -191,13 +197,16 @@ begin
 
     -- Sources: the chunks holding the entities.
     with held as (
-        select ck.chunk_id, min(e.rank)::integer as best_rank, count(*)::integer as entities
-          from sag.chunk_keys ck join unnest(selected) with ordinality as e(key_id, rank) on e.key_id = ck.key_id
-         group by ck.chunk_id
+        select ck.source_id, ck.chunk_id, min(e.rank)::integer as best_rank, count(*)::integer as entities
+          from unnest(selected) with ordinality as e(key_id, rank)
+          join sag.keys k on k.id = e.key_id
+          join sag.chunk_keys ck on ck.source_id = k.source_id and ck.key_id = k.id
+         group by ck.source_id, ck.chunk_id
     ),
     ranked as (
         select h.*, c.content, row_number() over (order by h.best_rank, h.entities desc, h.chunk_id) as n
-          from held h join sag.chunks c on c.id = h.chunk_id
+          from held h join sag.chunks c on c.source_id = h.source_id and c.id = h.chunk_id
+
          where sids is null or c.source_id = any (sids)
     )
     select array_agg(concat_ws('|', r.chunk_id, sag_internal._cell(r.content)) order by r.n),

@@ -39,7 +39,8 @@ begin
         -- occurrence weight: the community's chunks (text units), over the most any community of the level has.
         with reports as (
             select c.id, r.title, r.full_content, r.rating,
-                   (select count(distinct e.chunk_id) from sag.cluster_events ce join sag.events e on e.id = ce.event_id
+                   (select count(distinct e.chunk_id) from sag.cluster_events ce join sag.events e on e.source_id = ce.source_id and e.id = ce.event_id
+
                      where ce.cluster_id = c.id) as units
               from sag.clusters c join sag.community_reports r on r.cluster_id = c.id
              where c.run_id = run and c.level = report_batches.level and r.rating >= min_rating

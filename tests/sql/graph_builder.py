@@ -80,14 +80,16 @@ class GraphBuilder:
 
     def link(self, event_id: int, key_id: int, count: int = 1) -> None:
         """event_keys row, plus the chunk_keys count and keys.event_count that ingestion maintains."""
-        self.conn.execute("insert into sag.event_keys (event_id, key_id, count) values (%s, %s, %s)",
-                          [event_id, key_id, count])
+        self.conn.execute("insert into sag.event_keys (source_id, event_id, key_id, count) "
+                          "select e.source_id, e.id, %s, %s from sag.events e where e.id = %s",
+                          [key_id, count, event_id])
         self.conn.execute(
-            "insert into sag.chunk_keys (chunk_id, key_id, count) "
-            "select e.chunk_id, %s, %s from sag.events e where e.id = %s "
-            "on conflict (chunk_id, key_id) do update set count = sag.chunk_keys.count + excluded.count",
+            "insert into sag.chunk_keys (source_id, chunk_id, key_id, count) "
+            "select e.source_id, e.chunk_id, %s, %s from sag.events e where e.id = %s "
+            "on conflict (source_id, chunk_id, key_id) do update set count = sag.chunk_keys.count + excluded.count",
             [key_id, count, event_id],
         )
+
         self.conn.execute("update sag.keys set event_count = event_count + 1 where id = %s", [key_id])
         # ... and the co-occurrence relations the new link makes.
         self.conn.execute("select sag_internal._cooccur_links(array[%s::bigint], array[%s::bigint])", [event_id, key_id])

@@ -286,8 +286,9 @@ def test_cluster_tables_cascade(db_conn: psycopg.Connection) -> None:
     cluster = db_conn.execute("insert into sag.clusters (run_id, ordinal, title, size) values (%s, 0, 't', 2) "
                               "returning id", [run[0]]).fetchone()
     assert cluster is not None
-    db_conn.execute("insert into sag.cluster_events values (%s, %s), (%s, %s)",
-                    [cluster[0], x["e1"], cluster[0], x["e2"]])
+    db_conn.execute("insert into sag.cluster_events (cluster_id, source_id, event_id) values (%s, %s, %s), (%s, %s, %s)",
+                    [cluster[0], x["source"], x["e1"], cluster[0], x["source"], x["e2"]])
+
     db_conn.execute("delete from sag.events where id = %s", [x["e1"]])
     assert db_conn.execute("select event_id from sag.cluster_events").fetchall() == [(x["e2"],)]
     db_conn.execute("delete from sag.sources where id = %s", [x["source"]])

@@ -113,7 +113,9 @@ def _aged(conn: psycopg.Connection) -> dict[str, int]:
         ids[uri] = g.document(src, uri)
         g.links(g.event(g.chunk(ids[uri], f"text of {uri}", None), uri, None), g.key(src, uri), g.key(src, "shared " + uri))
         conn.execute("update sag.documents set updated_at = now() - make_interval(days => %s) where id = %s", [days, ids[uri]])
-    conn.execute("insert into sag.recall_stats values (%s, 3, 1.8, now() - interval '30 days')", [ids["d2"]])
+    conn.execute("insert into sag.recall_stats (source_id, document_id, recall_count, total_score, last_recall_at) "
+                 "values (%s, %s, 3, 1.8, now() - interval '30 days')", [src, ids["d2"]])
+
     conn.execute("select sag.flush_term_stats()")
     return ids
 

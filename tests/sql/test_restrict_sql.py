@@ -56,7 +56,9 @@ class Data:
         for event, keys in [(self.e1, [cao, t1999]), (self.e2, [liu, t2005, flag_true]),
                             (self.e3, [obrien, flag_false]), (self.e5, [cao_other, t2010])]:
             for key in keys:
-                conn.execute("insert into sag.event_keys (event_id, key_id) values (%s, %s)", [event, key])
+                conn.execute("insert into sag.event_keys (source_id, event_id, key_id) "
+                             "select e.source_id, e.id, %s from sag.events e where e.id = %s", [key, event])
+
         self.chunk_of = {self.e1: self.c1, self.e2: self.c2, self.e3: self.c3, self.e4: self.c3, self.e5: self.c4}
 
     def _one(self, query: str, args: list[object] | None = None) -> int:
