@@ -425,10 +425,12 @@ def test_http_beyond_loopback_needs_a_token(demo_dsn: str, tmp_path: Path) -> No
                                                   "accept": "application/json, text/event-stream"})
         with pytest.raises(urllib.error.HTTPError) as denied:
             urllib.request.urlopen(request, timeout=30)
+        denied.value.close()
         assert denied.value.code == 401
         request.add_header("Authorization", "Bearer " + "t" * 32)
         with pytest.raises(urllib.error.HTTPError) as wrong:
             urllib.request.urlopen(request, timeout=30)
+        wrong.value.close()
         assert wrong.value.code == 401
         initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})

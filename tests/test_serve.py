@@ -155,6 +155,7 @@ def test_openapi_is_valid_and_covers_every_read_command(corpus: str, tmp_path: P
     read_commands = {"search": "/search", "ask": "/ask", "sources": "/sources", "stats": "/stats",
                      "documents": "/documents", "show": "/documents/{uri}", "export": "/export",
                      "graph related": "/entities/{name}/related", "graph relations": "/graph/relations",
+                     "graph tags": "/graph/tags",
                      "memory recall": "/memory/recall", "memory stats": "/memory/stats",
                      "kg relations": "/kg/relations/{entity}", "kg triples": "/kg/triples/{entity}",
                      "communities list": "/communities", "communities show": "/communities/{community_id}",

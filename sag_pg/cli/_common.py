@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import click
@@ -76,17 +74,10 @@ def source_name(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=_json_default))
+    """``--json``: the one JSON form of sag-pg's results (sag_pg.serialize, also the HTTP API's)."""
+    from ..serialize import dumps
 
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+    click.echo(dumps(data))
 
 
 def run_main(cli: click.Group, argv: Sequence[str] | None) -> int:

@@ -16,7 +16,7 @@ from fastapi.responses import FileResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
 from .. import __version__
-from ..errors import QueryError
+from ..errors import NotFoundError, QueryError
 from ..http_auth import authorized
 from ..mcp.policy import DEFAULT_SOURCE, Policy, RefusedError
 from ..serialize import dumps
@@ -202,6 +202,20 @@ def create_app(sag: SAG, policy: Policy | None = None, *, token: str | None = No
             return JSON(sag.graph.relation_counts(source=chosen))
         ref: str | int = int(entity[1:]) if entity.startswith("#") and entity[1:].isdigit() else entity
         return JSON([asdict(r) for r in sag.graph.relations(ref, limit=limit, source=chosen)])
+
+    @app.get("/graph/tags", tags=["graph"], summary="`sag-pg graph tags [ENTITY] [--prefix P] [--count TAG] --json`")
+    def graph_tags(entity: str | None = None, prefix: str = "", count: str | None = None,
+                   source: str | None = None) -> Response:
+        chosen = one(source) or DEFAULT_SOURCE
+        if count is not None:
+            return JSON(sag.graph.entity_count_by_tag(count, source=chosen))
+        if entity is None:
+            return JSON(sag.graph.find_tags(prefix, source=chosen))
+        ref: str | int = int(entity[1:]) if entity.startswith("#") and entity[1:].isdigit() else entity
+        found = sag.graph.get_entity(ref, source=chosen)
+        if found is None:
+            raise NotFoundError(f"no entity {entity!r}")
+        return JSON(list(found.tags))
 
     @app.get("/memory/stats", tags=["graph"], summary="`sag-pg memory stats --json`")
     def memory_stats(source: str | None = None, limit: Annotated[int, Query(ge=1, le=10_000)] = 10) -> Response:
