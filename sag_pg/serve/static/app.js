@@ -59,7 +59,7 @@ async function showSearch(p) {
   // As the CLI prints them: passages that scored 0 are not shown, only counted.
   const zero = data.chunks.filter((hit) => !(+hit.score > 0)).length;
   data.chunks = data.chunks.filter((hit) => +hit.score > 0);
-  let html = `<p class="muted">${data.chunks.length} relevant passages` + (zero ? ` (the other ${zero} found scored 0)` : "") +
+  let html = `<p class="muted">${data.chunks.length} relevant passage${data.chunks.length === 1 ? "" : "s"}` + (zero ? ` (the other ${zero} found scored 0)` : "") +
     (steps.length ? ` · keys followed: ${steps.slice(0, 12).join(", ")}` : "") + `</p>`;
   if (!data.chunks.length) html += `<p>No relevant passage.</p>`;
   data.chunks.forEach((hit, n) => {
