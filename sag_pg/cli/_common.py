@@ -116,3 +116,13 @@ def _report(exc: BaseException, args: list[str]) -> int:
     click.secho(f"Error: {exc}", fg="red", err=True)
     return 1
 
+
+
+def refuse_source_with_all_sources(all_sources: bool, param: str = "source") -> None:
+    """``--source`` given on the command line together with ``--all-sources``: one usage error, not a silent
+    choice of one of them (issue #37: `communities build --source X --all-sources` ran over everything)."""
+    ctx = click.get_current_context()
+    given = ctx.get_parameter_source(param) in (click.core.ParameterSource.COMMANDLINE,
+                                                click.core.ParameterSource.ENVIRONMENT)
+    if all_sources and given:
+        raise click.UsageError("--source and --all-sources contradict each other: give one of them")

@@ -10,7 +10,7 @@ from click.core import ParameterSource
 from rich.console import Console
 from rich.markup import escape
 
-from ._common import TOP_N, AppContext, count, echo_json, pass_app
+from ._common import TOP_N, AppContext, count, echo_json, pass_app, refuse_source_with_all_sources
 
 
 @click.command()
@@ -51,6 +51,7 @@ def ask(app: AppContext, question: str, mode: str, sources: tuple[str, ...], all
             raise click.UsageError(f"{', '.join(given)}: only with --mode deep")
     if level is not None and mode not in ("global", "drift"):
         raise click.UsageError("--level: only with --mode global or drift")
+    refuse_source_with_all_sources(all_sources, "sources")
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
     deep: dict[str, Any] = {"max_rounds": max_rounds, "max_llm_calls": max_llm_calls} if mode == "deep" else {}
     if level is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import SEED, AppContext, count, echo_json, pass_app, source_name
+from ._common import SEED, AppContext, count, echo_json, pass_app, refuse_source_with_all_sources, source_name
 
 
 @click.group()
@@ -52,6 +52,7 @@ def build(app: AppContext, source: str | None, all_sources: bool, max_levels: in
     params = BuildParams(cluster=ClusterParams(alpha=alpha, edge_threshold=threshold, semantic_k=semantic_k,
                                                resolution=resolution, random_state=seed),
                          max_levels=max_levels, min_report_size=min_report_size)
+    refuse_source_with_all_sources(all_sources)
     result = app.sag().build_communities(EventSelection(source=None if all_sources else source), params,
                                          offline=offline)
     if as_json:
@@ -81,6 +82,7 @@ def list_(app: AppContext, source: str | None, all_sources: bool, level: int | N
     """
     from ..graphrag.browse import list_reports
 
+    refuse_source_with_all_sources(all_sources)
     reports = list_reports(app.sag().db, None if all_sources else source, level)
     if as_json:
         echo_json(reports)

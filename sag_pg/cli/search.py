@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ._common import TOP_N, AppContext, count, echo_json, pass_app
+from ._common import TOP_N, AppContext, count, echo_json, pass_app, refuse_source_with_all_sources
 from .dataflow_trail import print_trail, search_arguments
 
 
@@ -24,7 +24,11 @@ from .dataflow_trail import print_trail, search_arguments
 @click.option("--key", "keys", multiple=True, help="A key name to start from (repeatable).")
 @click.option("--sql", help="Restriction, e.g. \"key.type = 'time' AND key.value_number >= 2000\".")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--explain", is_flag=True, help="Show the keys of every hop and each chunk's score components.")
+@click.option("--explain", is_flag=True,
+              help="Show the keys of every hop and each chunk's score components: cos (vector similarity), text "
+                   "(BM25), keys (activated keys' weight), W_init (the initial weight PageRank starts from), via = "
+                   "how the chunk was found (k: through its keys, v: by vector, t: by its words), direct match: "
+                   "the question names one of its keys (such chunks keep a place among the first three).")
 @click.option("--strategy", type=click.Choice(["sag", "dataflow", "local"]), default="sag", show_default=True,
               help="sag: SAG's retrieval. dataflow: DataFlow activation (docs/retrieval.md). local: GraphRAG local "
                    "search's context tables (needs `sag-pg communities build` for reports).")
@@ -41,6 +45,7 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
 
         sag-pg search "Who did Ada Lovelace work with?" --top-n 5 --explain
     """
+    refuse_source_with_all_sources(all_sources, "sources")
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
     if strategy == "local":  # GraphRAG (sag_pg.graphrag.local); --top-n: its top_k_mapped_entities
         from ..graphrag import LocalParams
