@@ -220,3 +220,23 @@ def test_async_commit_is_opt_in(db_dsn: str) -> None:
         assert conn.execute("show synchronous_commit").fetchone() == ("on",)
         writer_session(conn, async_commit=True)
         assert conn.execute("show synchronous_commit").fetchone() == ("off",)
+
+
+def test_ctrl_c_during_a_bulk_ingest_says_why_it_waits_and_keeps_the_indexes(db_dsn: str, tmp_path: Path) -> None:
+    """Issue #37.9: the first Ctrl-C of a bulk ingest says at once that the indexes are being rebuilt (it said
+    nothing for 15 s), and they are there afterwards."""
+    corpus = write_corpus(tmp_path / "bulk.jsonl", 0, 400)
+    proc = subprocess.Popen([*ingest_cmd("--bulk", str(corpus))], env=cli_env(db_dsn, tmp_path / "home"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_documents(db_dsn, 20, proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "sag-pg: stopping: rebuilding the vector indexes first" in err
+    assert "Traceback" not in err
+    with psycopg.connect(db_dsn) as conn:
+        assert conn.execute("select sag.missing_vector_indexes()").fetchone() == (0,)

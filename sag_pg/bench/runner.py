@@ -85,6 +85,8 @@ def run_dataset(settings: Settings, dataset: Dataset, *, methods: Sequence[str],
 
             def on_document(status: str, what: str) -> None:
                 nonlocal done
+                if status == "note":
+                    return
                 done += 1
                 progress("ingest", done, dataset.passages)
 

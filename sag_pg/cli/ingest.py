@@ -78,6 +78,9 @@ def ingest(app: AppContext, paths: tuple[str, ...], source: str, stdin_uri: str,
         task = progress.add_task("", total=expected)
 
         def on_document(status: str, what: str) -> None:
+            if status == "note":  # not a document: what the ingest is doing (e.g. stopping after Ctrl-C)
+                click.echo(f"sag-pg: {what}", err=True)
+                return
             # Each failure once, as it happens: above the bar on a terminal, one plain line otherwise.
             if status == "failed":
                 if show:

@@ -64,7 +64,7 @@ class IngestReport:
         return data
 
 
-DocumentCallback = Callable[[str, str], None]  # (status: stored|skipped|failed, origin or message)
+DocumentCallback = Callable[[str, str], None]  # (status: stored|skipped|failed|note, origin or message)
 
 
 class Ingestor:
@@ -137,6 +137,10 @@ class Ingestor:
                 self._store(conn, source_id, outcome, report, notify)
             finished = True
         finally:
+            if bulk and not finished and not conn.broken:
+                # Interrupted (Ctrl-C) or failed: say why stopping takes a while (issue #37: 15 s of silence).
+                notify("note", "stopping: rebuilding the vector indexes first (Ctrl-C again leaves them to the next "
+                               "ingest, which rebuilds them)")
             # After a lost connection there is nothing to flush with (and the error says so already).
             if not conn.broken:
                 try:

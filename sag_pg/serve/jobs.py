@@ -100,6 +100,8 @@ class Jobs:
                 job.stored += 1
             elif status == "skipped":
                 job.skipped += 1
+            elif status == "note":
+                job.errors.append(what)
             else:
                 job.failed += 1
                 job.errors.append(what)
