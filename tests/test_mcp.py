@@ -360,6 +360,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float = 60) -> None:
+    """Until the server started as ``process`` accepts connections on ``port`` (it must not exit first)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                error = process.stderr.read().decode() if process.stderr else ""
+                raise AssertionError(f"the server did not start: {error}") from None
+            time.sleep(0.1)
+
+
 @pytest.fixture
 def http_server(demo_dsn: str, tmp_path: Path) -> Iterator[str]:
     port = _free_port()
@@ -367,15 +381,7 @@ def http_server(demo_dsn: str, tmp_path: Path) -> Iterator[str]:
                                 DEMO_SOURCE], env=_env(demo_dsn, tmp_path), stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"the server did not start: {process.stderr.read().decode()}")  # type: ignore[union-attr]
-                time.sleep(0.1)
+        _wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
@@ -410,14 +416,7 @@ def test_http_beyond_loopback_needs_a_token(demo_dsn: str, tmp_path: Path) -> No
                                env={**_env(demo_dsn, tmp_path), "SAG_API_TOKEN": token}, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline
-                time.sleep(0.1)
+        _wait_for_port(port, process)
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                            "params": {"name": "ingest_text", "arguments": {"text": "x", "uri": "x.md"}}}).encode()
         request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=body, method="POST",

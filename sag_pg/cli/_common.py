@@ -126,3 +126,14 @@ def refuse_source_with_all_sources(all_sources: bool, param: str = "source") -> 
                                                 click.core.ParameterSource.ENVIRONMENT)
     if all_sources and given:
         raise click.UsageError("--source and --all-sources contradict each other: give one of them")
+
+
+def require_pinned_sources(sag: Any, sources: tuple[str, ...], allow_writes: bool) -> None:
+    """A read-only server (MCP, HTTP) pinned to a source that does not exist would serve nothing: say so."""
+    if sources and not allow_writes:
+        from ..errors import NotFoundError
+
+        known = [s["name"] for s in sag.sources()]
+        missing = [s for s in sources if s not in known]
+        if missing:
+            raise NotFoundError(f"no source named {missing[0]!r}; sources: {', '.join(known) or 'none yet'}")

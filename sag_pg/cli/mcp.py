@@ -7,8 +7,8 @@ import os
 
 import click
 
-from ..errors import ConfigError, NotFoundError
-from ._common import AppContext, pass_app, source_name
+from ..errors import ConfigError
+from ._common import AppContext, pass_app, require_pinned_sources, source_name
 
 LOCALHOST = "127.0.0.1"
 
@@ -55,11 +55,7 @@ def mcp(app: AppContext, http: tuple[str, int] | None, sources: tuple[str, ...],
     from ..mcp.server import MCP_PATH, build_server, serve
 
     sag = app.sag()
-    if sources and not allow_writes:  # a read-only server on a source that does not exist serves nothing
-        known = [s["name"] for s in sag.sources()]
-        missing = [s for s in sources if s not in known]
-        if missing:
-            raise NotFoundError(f"no source named {missing[0]!r}; sources: {', '.join(known) or 'none yet'}")
+    require_pinned_sources(sag, sources, allow_writes)
     server = build_server(sag, Policy(sources=sources, allow_writes=allow_writes), debug=app.debug)
     # On stderr (stdout carries the protocol on stdio): which database this is, for a client that started the
     # command without SAG_HOME / SAG_DATABASE_URL in its environment and so got the default embedded one.

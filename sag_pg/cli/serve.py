@@ -6,8 +6,7 @@ import os
 
 import click
 
-from ..errors import NotFoundError
-from ._common import AppContext, pass_app, source_name
+from ._common import AppContext, pass_app, require_pinned_sources, source_name
 
 
 @click.command()
@@ -44,11 +43,7 @@ def serve(app: AppContext, host: str, port: int, sources: tuple[str, ...], allow
     token = os.environ.get("SAG_API_TOKEN") or None
     check_binding(host, token)
     sag = app.sag()
-    if sources and not allow_writes:  # a read-only service of a source that does not exist serves nothing
-        known = [s["name"] for s in sag.sources()]
-        missing = [s for s in sources if s not in known]
-        if missing:
-            raise NotFoundError(f"no source named {missing[0]!r}; sources: {', '.join(known) or 'none yet'}")
+    require_pinned_sources(sag, sources, allow_writes)
     policy = Policy(sources=sources, allow_writes=allow_writes)
     sag.embedder  # noqa: B018 - loaded now, once, not by the first request
     mcp_app = lifespan = None
