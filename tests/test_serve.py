@@ -187,6 +187,22 @@ def test_read_only_by_default_and_writes_with_allow_writes(corpus: str, tmp_path
         assert "notes/ingrid.md" in uris
         assert _call(base + "/documents/notes/ingrid.md?source=research", method="DELETE")[0] == 200
         assert _call(base + "/documents/notes/ingrid.md?source=research")[0] == 404
+        # Files, multipart, at the same POST /ingest.
+        boundary = "sagpgboundary"
+        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"astrid.md\"\r\n"
+                f"Content-Type: text/markdown\r\n\r\n# Astrid\n\nAstrid Holm sailed to Tromsø.\n\r\n"
+                f"--{boundary}--\r\n").encode()
+        request = urllib.request.Request(base + "/ingest?source=research", data=body, method="POST",
+                                         headers={"content-type": f"multipart/form-data; boundary={boundary}"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            job = json.loads(response.read())
+        for _ in range(600):
+            job = _call(base + f"/jobs/{job['id']}")[2]
+            if job["status"] in ("done", "failed"):
+                break
+            time.sleep(0.1)
+        assert job["status"] == "done" and job["progress"]["stored"] == 1, job
+        assert _call(base + "/documents/astrid.md?source=research")[0] == 200
 
 
 def test_pinned_sources_are_the_only_ones_reached(corpus: str, tmp_path: Path) -> None:

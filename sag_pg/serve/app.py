@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from fastapi import Body, FastAPI, File, Path, Query, Request, UploadFile
+from fastapi import FastAPI, File, Path, Query, Request, UploadFile
 from fastapi.responses import FileResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -273,10 +273,29 @@ def create_app(sag: SAG, policy: Policy | None = None, *, token: str | None = No
     # -- writes -----------------------------------------------------------------------------------
 
     @app.post("/ingest", tags=["writes"], status_code=202,
-              summary="Ingest JSON documents ({id, title, text, metadata}) as a job; see /jobs/{id}.")
-    def ingest(documents: Annotated[list[dict[str, Any]], Body(embed=True, min_length=1)],
-               source: str | None = None) -> Response:
+              summary="Ingest JSON documents ({\"documents\": [{id, title, text, metadata}]}) or, as "
+                      "multipart/form-data, uploaded files (field `files`) as a job; see /jobs/{id}.",
+              openapi_extra={"requestBody": {"required": True, "content": {
+                  "application/json": {"schema": {"type": "object", "required": ["documents"], "properties": {
+                      "documents": {"type": "array", "minItems": 1, "items": {"type": "object"}}}}},
+                  "multipart/form-data": {"schema": {"type": "object", "required": ["files"], "properties": {
+                      "files": {"type": "array", "items": {"type": "string", "format": "binary"}}}}}}}})
+    async def ingest(request: Request, source: str | None = None) -> Response:
         target = policy.write("ingest", source)
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            form = await request.form()
+            uploads = [f for f in form.getlist("files") if hasattr(f, "read")]
+            if not uploads:
+                raise QueryError("multipart ingest: send the files in the field 'files'")
+            files = [(u.filename or "upload.txt", await u.read()) for u in uploads]  # type: ignore[union-attr]
+            return JSON(jobs.submit_files(files, source=target).to_dict(), status_code=202)
+        try:
+            body = await request.json()
+        except ValueError as exc:
+            raise QueryError(f"ingest: the body is not JSON ({exc})") from None
+        documents = body.get("documents") if isinstance(body, dict) else None
+        if not isinstance(documents, list) or not documents:
+            raise QueryError('ingest: send {"documents": [{"id", "title", "text", "metadata"}, ...]} or files')
         return JSON(jobs.submit_documents(documents, source=target).to_dict(), status_code=202)
 
     @app.post("/ingest/files", tags=["writes"], status_code=202,
