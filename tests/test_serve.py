@@ -93,6 +93,16 @@ def corpus(db_dsn: str, tmp_path: Path) -> str:
     return db_dsn
 
 
+def _finished(base: str, job: dict[str, Any]) -> dict[str, Any]:
+    """The ingest job once it is done or failed (polled through GET /jobs/{id})."""
+    for _ in range(600):
+        job = _call(base + f"/jobs/{job['id']}")[2]
+        if job["status"] in ("done", "failed"):
+            break
+        time.sleep(0.1)
+    return job
+
+
 def _cli_json(dsn: str, tmp_path: Path, *args: str) -> Any:
     done = subprocess.run([sys.executable, "-m", "sag_pg", *args, "--json"], env=_env(dsn, tmp_path),
                           capture_output=True, text=True, timeout=300, check=True)
@@ -177,11 +187,7 @@ def test_read_only_by_default_and_writes_with_allow_writes(corpus: str, tmp_path
                                body={"documents": [{"id": "notes/ingrid.md", "title": "Ingrid",
                                                     "text": "Ingrid Lund captained the Kronprins Haakon in 2004."}]})
         assert status == 202 and job["status"] in ("queued", "running", "done")
-        for _ in range(600):
-            job = _call(base + f"/jobs/{job['id']}")[2]
-            if job["status"] in ("done", "failed"):
-                break
-            time.sleep(0.1)
+        job = _finished(base, job)
         assert job["status"] == "done" and job["progress"]["stored"] == 1, job
         uris = [c["document_uri"] for c in _call(base + "/search?q=Ingrid+Lund&source=research")[2]["chunks"]]
         assert "notes/ingrid.md" in uris
@@ -196,11 +202,7 @@ def test_read_only_by_default_and_writes_with_allow_writes(corpus: str, tmp_path
                                          headers={"content-type": f"multipart/form-data; boundary={boundary}"})
         with urllib.request.urlopen(request, timeout=60) as response:
             job = json.loads(response.read())
-        for _ in range(600):
-            job = _call(base + f"/jobs/{job['id']}")[2]
-            if job["status"] in ("done", "failed"):
-                break
-            time.sleep(0.1)
+        job = _finished(base, job)
         assert job["status"] == "done" and job["progress"]["stored"] == 1, job
         assert _call(base + "/documents/astrid.md?source=research")[0] == 200
 

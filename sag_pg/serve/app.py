@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from fastapi import FastAPI, File, Path, Query, Request, UploadFile
+from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import FileResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -274,7 +274,8 @@ def create_app(sag: SAG, policy: Policy | None = None, *, token: str | None = No
 
     @app.post("/ingest", tags=["writes"], status_code=202,
               summary="Ingest JSON documents ({\"documents\": [{id, title, text, metadata}]}) or, as "
-                      "multipart/form-data, uploaded files (field `files`) as a job; see /jobs/{id}.",
+                      "multipart/form-data, uploaded files (field `files`: .md, .txt, .jsonl, .html) as a job; see "
+                      "/jobs/{id}.",
               openapi_extra={"requestBody": {"required": True, "content": {
                   "application/json": {"schema": {"type": "object", "required": ["documents"], "properties": {
                       "documents": {"type": "array", "minItems": 1, "items": {"type": "object"}}}}},
@@ -297,13 +298,6 @@ def create_app(sag: SAG, policy: Policy | None = None, *, token: str | None = No
         if not isinstance(documents, list) or not documents:
             raise QueryError('ingest: send {"documents": [{"id", "title", "text", "metadata"}, ...]} or files')
         return JSON(jobs.submit_documents(documents, source=target).to_dict(), status_code=202)
-
-    @app.post("/ingest/files", tags=["writes"], status_code=202,
-              summary="Ingest uploaded files (.md, .txt, .jsonl) as a job; see /jobs/{id}.")
-    def ingest_files(files: Annotated[list[UploadFile], File()], source: str | None = None) -> Response:
-        target = policy.write("ingest", source)
-        job = jobs.submit_files([(f.filename or "upload.txt", f.file.read()) for f in files], source=target)
-        return JSON(job.to_dict(), status_code=202)
 
     @app.get("/jobs/{job_id}", tags=["writes"], summary="An ingest job: status, progress, report.")
     def job(job_id: str) -> Response:

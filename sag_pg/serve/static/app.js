@@ -186,7 +186,7 @@ async function upload(files) {
   box.innerHTML = `${files.length} file(s) → ${esc(currentSource())}: <progress></progress> <span class="muted">queued</span>`;
   document.getElementById("jobs").prepend(box);
   try {
-    let job = await api("ingest/files?" + new URLSearchParams({ source: currentSource() }), { method: "POST", body: form });
+    let job = await api("ingest?" + new URLSearchParams({ source: currentSource() }), { method: "POST", body: form });
     while (job.status === "queued" || job.status === "running") {
       await new Promise((r) => setTimeout(r, 500));
       job = await api("jobs/" + job.id);
