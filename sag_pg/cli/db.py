@@ -34,9 +34,16 @@ def url(app: AppContext) -> None:
 
 
 @db.command()
+@click.option("--distributed/--no-distributed", default=None,
+              help="On a Citus coordinator the schema is distributed by source (the default there); "
+                   "--distributed refuses a database that is not one, --no-distributed leaves the tables "
+                   "on the coordinator.")
 @pass_app
-def upgrade(app: AppContext) -> None:
+def upgrade(app: AppContext, distributed: bool | None) -> None:
     """Create or upgrade the schema (safe to run again, and concurrently).
+
+    On a Citus coordinator the per-source tables are then distributed by source over the workers, sources and
+    settings become reference tables, and one-source functions run on the worker holding the source.
 
     Example:
 
@@ -46,7 +53,7 @@ def upgrade(app: AppContext) -> None:
     from ..db.connection import redact, resolve_dsn
 
     dsn = resolve_dsn(app.settings)
-    head = migrate.upgrade(dsn)
+    head = migrate.upgrade(dsn, distributed=distributed)
     click.echo(f"schema at revision {head} in {redact(dsn)}")
 
 

@@ -44,9 +44,9 @@ def document_hashes(conn: psycopg.Connection, source_id: int) -> dict[str, str]:
 
 
 def delete_document(conn: psycopg.Connection, source_id: int, uri: str) -> bool:
-    row = conn.execute(
-        "select sag.delete_document(id) from sag.documents where source_id = %s and uri = %s", [source_id, uri]
-    ).fetchone()
+    # Two statements: on Citus a function that writes distributed tables is not called from a query reading them.
+    found = conn.execute("select id from sag.documents where source_id = %s and uri = %s", [source_id, uri]).fetchone()
+    row = conn.execute("select sag.delete_document(%s, %s)", [source_id, found[0]]).fetchone() if found else None
     deleted = bool(row and row[0])
     if deleted:
         flush_term_stats(conn)
