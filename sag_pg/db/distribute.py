@@ -54,6 +54,22 @@ select con.conrelid::regclass::text, con.conname, pg_catalog.pg_get_constraintde
    and (con.conrelid = any (%(tables)s::regclass[]) or con.confrelid = any (%(tables)s::regclass[]))
  order by con.conrelid::regclass::text, con.conname"""
 
+# One-source entry points: called with one source outside a transaction block (sag-pg's writer calls them as
+# one autocommit statement), they run whole on the worker holding it.  Every statement in them, and in what
+# they call, names the source.  (force_delegation, which delegates inside transaction blocks too, makes Citus
+# 14 refuse an INSERT ... SELECT of the delete path as "a distributed query from a query on a shard".)
+DISTRIBUTED_FUNCTIONS = ("sag.ingest_document", "sag.store_document", "sag.delete_document", "sag.resolve_keys")
+
+_FUNCTIONS = """
+select p.oid::regprocedure::text, a.name
+  from pg_catalog.pg_proc p
+  cross join lateral (select p.proargnames[1] as name) a
+ where p.pronamespace::regnamespace::text || '.' || p.proname = any (%s::text[])
+   and p.proargtypes[0] = 'bigint'::regtype
+   and not exists (select 1 from pg_catalog.pg_dist_object o
+                    where o.classid = 'pg_proc'::regclass and o.objid = p.oid and o.distribution_argument_index is not null)
+ order by 1"""
+
 _DISTRIBUTION = """
 select logicalrelid::regclass::text, partmethod
   from pg_catalog.pg_dist_partition where logicalrelid = any (%s::regclass[])"""
@@ -128,4 +144,8 @@ def distribute(conn: psycopg.Connection) -> Distribution:
                     continue
                 conn.execute(sql.SQL("alter table {} add constraint {} {}").format(
                     sql.SQL(table), sql.Identifier(name), sql.SQL(definition)))
+        for function, argument in conn.execute(_FUNCTIONS, [list(DISTRIBUTED_FUNCTIONS)]).fetchall():
+            conn.execute("select pg_catalog.create_distributed_function(%s::regprocedure, %s, colocate_with => %s)",
+                         [function, argument, f"sag.{ANCHOR}"])
+            done.functions.append(function)
     return done

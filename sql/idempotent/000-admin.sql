@@ -57,7 +57,10 @@ language sql
 set search_path = pg_catalog, sag, pg_temp
 as $$
     select pg_advisory_xact_lock(hashtext('sag.vector_indexes'));
-    drop index if exists sag.chunks_embedding_hnsw, sag.events_embedding_hnsw, sag.keys_embedding_hnsw;
+    -- One index a command: Citus drops one distributed object at a time.
+    drop index if exists sag.chunks_embedding_hnsw;
+    drop index if exists sag.events_embedding_hnsw;
+    drop index if exists sag.keys_embedding_hnsw;
 $$;
 comment on function sag.drop_vector_indexes() is
     'Drops the HNSW indexes so a bulk load does not pay for one graph insertion per row; rebuild them with '
