@@ -98,6 +98,22 @@ def status(app: AppContext, as_json: bool) -> None:
                    f"{c['lexical_redundancy']:.2f}, reliability {c['reliability']:.2f}{doubt}")
     for table, count in info["counts"].items():
         click.echo(f"{table:<11} {count}")
+    if info.get("citus"):
+        _echo_citus(info["citus"])
+
+
+def _echo_citus(citus: dict) -> None:  # type: ignore[type-arg]
+    """The Citus part of `db status`: nodes with their sag shards and bytes, and where each source lives."""
+    state = "distributed by source" if citus["distributed"] else "not distributed yet — run `sag-pg db upgrade`"
+    click.echo(f"citus       {citus['citus_version']}, schema {state}")
+    for n in citus["nodes"]:
+        role = "coordinator" if n["group"] == 0 else "worker"
+        flags = "" if n["active"] else " (inactive)"
+        click.echo(f"node        {n['name']}:{n['port']} {role}{flags}: {n['shards']} shards, "
+                   f"{n['bytes'] / 1e6:.1f} MB")
+    for s in citus["sources"]:
+        click.echo(f"source      {s['source']}: on {s['node']}, shard group {s['shard']} "
+                   f"({s['group_bytes'] / 1e6:.1f} MB, shared with the sources hashed alike)")
 
 
 @db.command()

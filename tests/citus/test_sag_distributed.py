@@ -194,3 +194,22 @@ def test_a_one_source_ingest_runs_whole_on_the_worker_that_holds_the_source(clus
                               [source]).fetchone()
     assert stored == (1,)
     assert "pushing down the function call" in messages, messages
+
+
+def test_status_names_the_nodes_and_where_each_source_lives(clusters: tuple[str, SAG]) -> None:
+    from sag_pg.db.status import database_status
+
+    url, _ = clusters
+    with psycopg.connect(url, autocommit=True) as conn:
+        citus = database_status(conn)["citus"]
+        placement = dict(conn.execute(
+            "select s.name, n.nodename || ':' || n.nodeport from sag.sources s "
+            "join pg_dist_placement p on p.shardid = get_shard_id_for_distribution_column('sag.keys', s.id) "
+            "join pg_dist_node n on n.groupid = p.groupid").fetchall())
+    assert citus["distributed"] is True
+    workers = {f"{n['name']}:{n['port']}" for n in citus["nodes"] if n["group"] != 0}
+    assert len(workers) >= 2 and all(n["shards"] > 0 for n in citus["nodes"] if n["group"] != 0)
+    # Where status says a source lives is where its keys' shard is placed (co-location), on a worker.
+    assert {s["source"]: s["node"] for s in citus["sources"]} == placement
+    assert set(placement) == set(SOURCES) and set(placement.values()) <= workers
+    assert all(s["group_bytes"] > 0 for s in citus["sources"])
