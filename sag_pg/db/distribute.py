@@ -144,6 +144,13 @@ def distribute(conn: psycopg.Connection) -> Distribution:
                     continue
                 conn.execute(sql.SQL("alter table {} add constraint {} {}").format(
                     sql.SQL(table), sql.Identifier(name), sql.SQL(definition)))
+        # Statements in sag's functions name their source through a parameter: Citus routes them to one shard
+        # when the parameter's value is in the plan (a custom plan), not in a generic plan it cannot prune.
+        # ALTER DATABASE ... SET reaches the workers (Citus propagates it), a session SET would not.
+        current = conn.execute("select pg_catalog.current_setting('plan_cache_mode')").fetchone()
+        if current is None or current[0] != "force_custom_plan":
+            conn.execute(sql.SQL("alter database {} set plan_cache_mode = force_custom_plan").format(
+                sql.Identifier(conn.info.dbname)))
         for function, argument in conn.execute(_FUNCTIONS, [list(DISTRIBUTED_FUNCTIONS)]).fetchall():
             conn.execute("select pg_catalog.create_distributed_function(%s::regprocedure, %s, colocate_with => %s)",
                          [function, argument, f"sag.{ANCHOR}"])
