@@ -1,4 +1,5 @@
-"""The pending term statistics keyed by (source_id, id), and sag_internal._colocate for later per-source tables
+"""The pending term statistics keyed by (source_id, id), kg_names identified by the whole row (a shard moves by
+logical replication), and sag_internal._colocate for later per-source tables
 (sql/incremental/019-distributable.sql; issue #32, the schema Citus distributes).
 
 Revision ID: 0019
@@ -22,6 +23,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute("alter table sag.kg_names replica identity default")
     op.execute("drop function if exists sag_internal._colocate(regclass)")
+    op.execute("alter table sag.term_stats_pending drop constraint term_stats_pending_source_id_fkey")
     op.execute("alter table sag.term_stats_pending drop constraint term_stats_pending_pkey")
     op.execute("alter table sag.term_stats_pending add constraint term_stats_pending_pkey primary key (id)")

@@ -21,7 +21,7 @@ begin
     -- One flush at a time: the queue rows and the statistics rows are then always taken in one order.
     perform pg_advisory_xact_lock(hashtext('sag.term_stats'));
     -- Source by source, every statement naming it (on Citus each runs on the worker holding the source).
-    -- Changes of sources deleted since are dropped with them (their statistics went too).
+    -- A deleted source's queued changes went with it (foreign key, migration 0019).
     for src in select s.id from sag.sources s order by s.id loop
         with moved as (
             delete from sag.term_stats_pending p where p.source_id = src
@@ -51,7 +51,6 @@ begin
         end if;
         folded := folded + n;
     end loop;
-    delete from sag.term_stats_pending p where not exists (select 1 from sag.sources s where s.id = p.source_id);
     if folded > 0 then
         perform sag.calibrate();
     end if;

@@ -6,6 +6,15 @@
 
 alter table sag.term_stats_pending drop constraint term_stats_pending_pkey;
 alter table sag.term_stats_pending add constraint term_stats_pending_pkey primary key (source_id, id);
+-- A deleted source takes its queued changes with it (the flush no longer scans the queue for orphans).
+delete from sag.term_stats_pending p where not exists (select 1 from sag.sources s where s.id = p.source_id);
+alter table sag.term_stats_pending add constraint term_stats_pending_source_id_fkey
+    foreign key (source_id) references sag.sources (id) on delete cascade;
+
+-- A shard moves to another worker (citus_rebalance_start) by logical replication, which needs each table's
+-- rows identified: kg_names has no primary key (its unique index is on md5(name): names may be longer than a
+-- btree entry), so the whole row identifies it.
+alter table sag.kg_names replica identity full;
 
 create or replace function sag_internal._colocate(tbl regclass)
 returns boolean

@@ -213,3 +213,82 @@ def test_status_names_the_nodes_and_where_each_source_lives(clusters: tuple[str,
     assert {s["source"]: s["node"] for s in citus["sources"]} == placement
     assert set(placement) == set(SOURCES) and set(placement.values()) <= workers
     assert all(s["group_bytes"] > 0 for s in citus["sources"])
+
+
+def test_a_worker_added_and_rebalanced_onto_during_reads_and_writes_changes_nothing(
+        clusters: tuple[str, SAG]) -> None:
+    """A third worker joins and shards move while one-source reads and an ingest loop run: no error, every read
+    sees what it saw before, and the database holds what it held plus what was written meanwhile."""
+    import threading
+
+    from tests.citus.test_citus_lane import _cluster_in_home
+
+    from sag_pg.db import citus_local
+
+    url, sag = clusters
+    cluster = _cluster_in_home(url)
+    if cluster is None:
+        pytest.skip("adds a worker: needs SAG_CITUS_HOME (or SAG_HOME) of the cluster at SAG_CITUS_DATABASE_URL")
+    read = ("select s.name, count(*), sum(length(d.content)), sum(c.token_count) from sag.documents d "
+            "join sag.sources s on s.id = d.source_id join sag.chunks c on c.source_id = d.source_id "
+            "and c.document_id = d.id where d.source_id = %s and d.uri not like 'during-%%' group by s.name")
+    with psycopg.connect(url) as conn:
+        sources = [i for (i,) in conn.execute("select id from sag.sources order by id").fetchall()]
+        expected = {i: conn.execute(read, [i]).fetchall() for i in sources}
+    before = _content(url)
+    errors: list[str] = []
+    reads = writes = 0
+    stop = threading.Event()
+
+    def reader() -> None:
+        nonlocal reads
+        with psycopg.connect(url, autocommit=True) as conn:
+            while not stop.is_set():
+                for i in sources:
+                    try:
+                        got = conn.execute(read, [i]).fetchall()
+                    except psycopg.Error as exc:
+                        errors.append(f"read {i}: {exc}")
+                        continue
+                    if got != expected[i]:
+                        errors.append(f"read {i}: {got} != {expected[i]}")
+                    reads += 1
+
+    def writer() -> None:
+        nonlocal writes
+        while not stop.is_set():
+            try:
+                sag.ingest_text(f"Note {writes} about the move of Halvard Systems.", uri=f"during-{writes}.md",
+                                source="kingdoms")
+                writes += 1
+            except Exception as exc:  # noqa: BLE001 - every failure is what the test reports
+                errors.append(f"write {writes}: {exc}")
+
+    threads = [threading.Thread(target=reader), threading.Thread(target=writer)]
+    for t in threads:
+        t.start()
+    node = citus_local.add_worker(cluster.root.parent)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("select citus_rebalance_start()")
+            conn.execute("select citus_rebalance_wait()")
+            conn.execute("call citus_cleanup_orphaned_resources()")
+            on_new = conn.execute("select count(*) from citus_shards where nodeport = %s and table_name::text "
+                                  "like 'sag.%%'", [node.port]).fetchone()
+        stop.set()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert reads > 0 and writes > 0
+        assert on_new is not None and on_new[0] > 0
+        after = _content(url)
+        during = {f"during-{n}.md" for n in range(writes)}
+        assert {r[1] for r in after["documents"] if r[0] == "kingdoms"} - {
+            r[1] for r in before["documents"] if r[0] == "kingdoms"} == during
+        for name in ("documents", "chunks", "events"):
+            assert [r for r in after[name] if not str(r[1]).startswith("during-")] == before[name], name
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        citus_local.remove_worker(cluster.root.parent, node.name)
