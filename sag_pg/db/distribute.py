@@ -44,6 +44,7 @@ select c.relname
   from pg_catalog.pg_class c
   join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attname = 'source_id' and not a.attisdropped
  where c.relnamespace = 'sag'::regnamespace and c.relkind = 'r' and c.relname <> all (%s)
+   and c.relname <> all (%s)
  order by c.relname <> %s, c.relname"""
 
 _FOREIGN_KEYS = """
@@ -105,7 +106,8 @@ class Distribution:
 
 
 def per_source_tables(conn: psycopg.Connection) -> list[str]:
-    return [str(r[0]) for r in conn.execute(_PER_SOURCE, [list(COORDINATOR_TABLES), ANCHOR]).fetchall()]
+    rows = conn.execute(_PER_SOURCE, [list(COORDINATOR_TABLES), list(REFERENCE_TABLES), ANCHOR]).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def distribute(conn: psycopg.Connection) -> Distribution:

@@ -487,3 +487,77 @@ $$;
 comment on function sag.ingest_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], @extschema:vector@.vector[], text[], integer[], integer[], text[], text[], timestamptz[], @extschema:vector@.vector[], text[], text[], text[], text[], float8[], boolean[], @extschema:vector@.vector[], integer[], integer[], integer[], float8, float8, boolean) is
     'One whole document in one call (so one statement is one transaction): sag.resolve_keys for its keys '
     '(parallel arrays), then sag.store_document with links given as (event ordinal, 1-based key position, count).';
+
+-- Per-source access for SQL roles (the policies of migration 0020): a role granted some sources reads only
+-- them through every sag table and function; a role granted none reads every source.  The grants are role
+-- memberships (roles sag_<database>_restricted and sag_<database>_source_<id>, made on first use: the caller
+-- needs CREATEROLE), which Citus copies to every node.
+create or replace function sag.grant_source(source_name text, role_name name)
+returns boolean
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    src bigint := (select s.id from sag.sources s where s.name = source_name);
+    restricted text := format('sag_%s_restricted', current_database());
+    reader text := format('sag_%s_source_%s', current_database(), src);
+    granted boolean;
+begin
+    if src is null then
+        raise exception using errcode = 'P0002', message = format('sag.grant_source: no source named %L', source_name);
+    end if;
+    if to_regrole(quote_ident(role_name)) is null then
+        raise exception using errcode = '42704', message = format('sag.grant_source: no role named %I', role_name);
+    end if;
+    if length(reader) > 63 then
+        raise exception using errcode = '42622',
+            message = format('sag.grant_source: the database name is too long for the role %s', reader);
+    end if;
+    if to_regrole(quote_ident(restricted)) is null then
+        execute format('create role %I nologin', restricted);
+    end if;
+    if to_regrole(quote_ident(reader)) is null then
+        execute format('create role %I nologin', reader);
+    end if;
+    granted := not pg_has_role(role_name, reader, 'member');
+    execute format('grant %I, %I to %I', restricted, reader, role_name);
+    return granted;
+end;
+$$;
+comment on function sag.grant_source(text, name) is
+    'Restricts a role (and its members) to the sources granted to it: after the first grant it reads only them, '
+    'through psql and every sag function.  The role still needs SELECT on the tables (and USAGE on schemas sag '
+    'and sag_internal) as usual; the caller needs CREATEROLE.  '
+    'Example: select sag.grant_source(''finance'', ''analyst_fin'');';
+
+create or replace function sag.revoke_source(source_name text, role_name name)
+returns boolean
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    src bigint := (select s.id from sag.sources s where s.name = source_name);
+    restricted text := format('sag_%s_restricted', current_database());
+    prefix text := format('sag_%s_source_', current_database());
+    reader text := prefix || src;
+    was boolean;
+begin
+    if src is null or to_regrole(quote_ident(reader)) is null or to_regrole(quote_ident(role_name)) is null then
+        return false;
+    end if;
+    was := exists (select 1 from pg_auth_members m
+                    where m.roleid = to_regrole(quote_ident(reader)) and m.member = to_regrole(quote_ident(role_name)));
+    if was then
+        execute format('revoke %I from %I', reader, role_name);
+    end if;
+    -- A role left with no source reads every source again.
+    if not exists (select 1 from pg_auth_members m join pg_roles r on r.oid = m.roleid
+                    where m.member = to_regrole(quote_ident(role_name)) and starts_with(r.rolname, prefix))
+       and to_regrole(quote_ident(restricted)) is not null then
+        execute format('revoke %I from %I', restricted, role_name);
+    end if;
+    return was;
+end;
+$$;
+comment on function sag.revoke_source(text, name) is
+    'Takes a source grant back; a role left with no grant reads every source again.';

@@ -215,6 +215,38 @@ def test_status_names_the_nodes_and_where_each_source_lives(clusters: tuple[str,
     assert all(s["group_bytes"] > 0 for s in citus["sources"])
 
 
+def test_a_role_granted_one_source_reads_only_it_on_every_worker(clusters: tuple[str, SAG]) -> None:
+    """The per-source policies (migration 0020) hold on the shards: the workers evaluate them."""
+    from psycopg import sql
+
+    url, _ = clusters
+    role = "citus_lane_analyst"
+    query = "select s.name, count(*) from sag.documents d join sag.sources s on s.id = d.source_id group by 1"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(role)))
+        # The coordinator reaches the workers as the role: it logs in there with the password Citus keeps.
+        conn.execute(sql.SQL("create role {} login password 'lane-only'").format(sql.Identifier(role)))
+        conn.execute("delete from pg_dist_authinfo where rolename = %s", [role])
+        conn.execute("insert into pg_dist_authinfo (nodeid, rolename, authinfo) values (0, %s, 'password=lane-only')",
+                     [role])
+        conn.execute(sql.SQL("grant usage on schema sag, sag_internal to {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("grant select on all tables in schema sag to {}").format(sql.Identifier(role)))
+        every = sorted(conn.execute(query).fetchall())
+        conn.execute("select sag.grant_source('kingdoms', %s)", [role])
+        try:
+            conn.execute(sql.SQL("set role {}").format(sql.Identifier(role)))
+            restricted = sorted(conn.execute(query).fetchall())
+            chunks = conn.execute("select count(distinct source_id) from sag.chunks").fetchone()
+        finally:
+            conn.execute("reset role")
+            conn.execute("select sag.revoke_source('kingdoms', %s)", [role])
+            conn.execute("delete from pg_dist_authinfo where rolename = %s", [role])
+            conn.execute(sql.SQL("drop owned by {}").format(sql.Identifier(role)))
+            conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+    assert len(every) == len(SOURCES)
+    assert restricted == [r for r in every if r[0] == "kingdoms"] and chunks == (1,)
+
+
 def test_a_worker_added_and_rebalanced_onto_during_reads_and_writes_changes_nothing(
         clusters: tuple[str, SAG]) -> None:
     """A third worker joins and shards move while one-source reads and an ingest loop run: no error, every read
