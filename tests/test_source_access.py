@@ -79,3 +79,16 @@ def test_grants_name_existing_sources_and_roles(two_sources: SAG, db_dsn: str) -
             conn.execute("select sag.grant_source('nope', 'postgres')")
         with pytest.raises(psycopg.errors.UndefinedObject, match="no role named"):
             conn.execute("select sag.grant_source('finance', 'no_such_role_x')")
+
+
+def test_every_table_of_a_source_has_the_policy(db_dsn: str) -> None:
+    """A table whose rows belong to a source (a source_id column) and has no policy would show every source."""
+    with psycopg.connect(db_dsn) as conn:
+        missing = conn.execute("""
+            select c.relname from pg_class c
+              join pg_attribute a on a.attrelid = c.oid and a.attname = 'source_id' and not a.attisdropped
+             where c.relnamespace = 'sag'::regnamespace and c.relkind = 'r'
+               and not (c.relrowsecurity and exists (select 1 from pg_policy p where p.polrelid = c.oid
+                                                                 and p.polname = 'readable_sources'))""").fetchall()
+        sources = conn.execute("select relrowsecurity from pg_class where oid = 'sag.sources'::regclass").fetchone()
+    assert missing == [] and sources == (True,)

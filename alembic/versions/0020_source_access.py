@@ -16,17 +16,21 @@ down_revision = "0019"
 branch_labels = None
 depends_on = None
 
-_TABLES = ("documents", "chunks", "events", "keys", "event_keys", "chunk_keys", "relations", "relation_events",
-           "tags", "key_tags", "kg_names", "recall_stats", "term_stats", "corpus_stats", "term_stats_pending",
-           "cluster_events", "sources")
-
-
 def upgrade() -> None:
     apply_incremental(op.get_bind().connection.driver_connection, "020-source-access.sql")
 
 
 def downgrade() -> None:
-    for table in _TABLES:
-        op.execute(f"drop policy if exists readable_sources on sag.{table}")
-        op.execute(f"alter table sag.{table} disable row level security")
+    op.execute("""
+        do $$
+        declare
+            tbl text;
+        begin
+            for tbl in select c.relname from pg_catalog.pg_policy p join pg_catalog.pg_class c on c.oid = p.polrelid
+                        where p.polname = 'readable_sources' and c.relnamespace = 'sag'::regnamespace loop
+                execute format('drop policy readable_sources on sag.%I', tbl);
+                execute format('alter table sag.%I disable row level security', tbl);
+            end loop;
+        end;
+        $$""")
     op.execute("drop function if exists sag_internal._may_read(bigint)")

@@ -26,9 +26,10 @@ do $$
 declare
     tbl text;
 begin
-    foreach tbl in array array['documents', 'chunks', 'events', 'keys', 'event_keys', 'chunk_keys', 'relations',
-                               'relation_events', 'tags', 'key_tags', 'kg_names', 'recall_stats', 'term_stats',
-                               'corpus_stats', 'term_stats_pending', 'cluster_events'] loop
+    -- Every table whose rows belong to a source (a source_id column).
+    for tbl in select c.relname from pg_catalog.pg_class c
+                 join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attname = 'source_id' and not a.attisdropped
+                where c.relnamespace = 'sag'::regnamespace and c.relkind = 'r' order by 1 loop
         execute format('alter table sag.%I enable row level security', tbl);
         execute format('create policy readable_sources on sag.%I using (sag_internal._may_read(source_id))', tbl);
     end loop;
