@@ -175,6 +175,47 @@ as $$
      limit 1
 $$;
 
+-- The Han topic keys a question names.  sag.named_keys takes a Han span as a name only when its key is a
+-- person, organization or location (Chinese has no capitals); a project or a ship (青岚计划, 海燕号) is a topic key
+-- and was never named, so "青岚计划的主持人毕业于哪所大学" started from the passage sharing most of its words
+-- (a university's page saying many engineers graduated there) instead of the project's.  A topic key is taken as
+-- a name on the corpus' own evidence that it is one: a document is about it (titled with its name,
+-- sag_internal._pages_about), or it is linked to a key of another name (sag.key_aliases: the same entity
+-- written in two scripts).  Han spans of 2-16 characters, as sag.named_keys; a hub is left out (a generic
+-- word); a span inside a longer named one is not taken.
+create or replace function sag_internal._named_topics(query text, source_ids bigint[], max_key_events integer,
+                                                      taken bigint[] default '{}')
+returns bigint[]
+language sql stable
+set search_path = pg_catalog, sag, pg_temp
+as $$
+    with runs as (
+        select r.m[1] as run
+          from regexp_matches(normalize(coalesce(query, ''), NFKC), '[' || sag_internal._han_class() || ']{2,}', 'g')
+               as r(m)),
+    spans as (
+        select distinct substr(r.run, i, n) as span
+          from runs r
+         cross join lateral generate_series(1, char_length(r.run) - 1) as i
+         cross join lateral generate_series(2, least(16, char_length(r.run) - i + 1)) as n),
+    found as (
+        select k.id, k.normalized
+          from spans s
+          join sag.keys k on k.normalized = s.span
+         where k.type = 'topic' and k.value_string is not null
+           and (source_ids is null or k.source_id = any (source_ids))
+           and (max_key_events is null or k.event_count <= max_key_events)
+           and k.id <> all (coalesce(taken, '{}'))
+           and (exists (select 1 from sag_internal._pages_about(array[k.id]))
+                or exists (select 1 from sag.key_aliases a where a.source_id = k.source_id and a.key_id = k.id)))
+    select coalesce(array_agg(f.id order by f.id), '{}')
+      from found f
+     where not exists (select 1 from found g where g.normalized <> f.normalized and strpos(g.normalized, f.normalized) > 0)
+       and not exists (select 1 from sag.keys t where t.id = any (coalesce(taken, '{}'))
+                                                    and t.normalized <> f.normalized
+                                                    and strpos(t.normalized, f.normalized) > 0)
+$$;
+
 create or replace function sag.retrieve(
     query text,
     query_embedding @extschema:vector@.vector,
@@ -240,6 +281,13 @@ declare
     bridge bigint;
     named_chunks bigint[];  -- the chunk of each named key in key-final (sag_internal._named_matches)
     named_chunk bigint;
+    holders bigint[];        -- candidates holding a key the question names (not a hub)
+    h_ids bigint[];
+    h_docs bigint[];
+    h_s float8[];
+    pages bigint[];          -- the entity chain: pages about the named keys ...
+    chain bigint[];          -- ... and the bridge pages they lead to
+    top_w float8;
     key_weight float8;
     floors record;
     unknown bigint;
@@ -283,6 +331,14 @@ begin
             -- where the answer is than "Quentin Vance".
             select array_agg(distinct n.key_id) into named
               from sag.named_keys(query, source_ids, max_key_events => max_key_events) n;
+            -- Han topic keys that are names (sag_internal._named_topics), then every key linked to a named
+            -- one (sag.key_aliases: "Qinglan Project" names 青岚计划 too).
+            named := coalesce(named, '{}')
+                     || sag_internal._named_topics(query, source_ids, max_key_events, named);
+            named := named || sag_internal._aliases_of(named);
+            if cardinality(named) = 0 then
+                named := null;
+            end if;
             select s_ids || coalesce(array_agg(k.id order by k.id), '{}'),
                    s_w || coalesce(array_agg(case when k.event_count > max_key_events
                                                   then sag_internal._key_weight(k.type, k.event_count, corpus_events,
@@ -377,7 +433,25 @@ begin
     -- (sag_internal._bridge_match, then _second_bridge); then, from each named key's chunk, the page about its
     -- strongest unnamed key (_second_bridge without a first): the question names A, A's page names B, and
     -- B's page holds the answer.
-    direct := sag_internal._direct_matches(c_ids, c_docs, c_s, floors.redundancy);
+    -- When the question names keys (not hubs) that candidates hold, the direct matches by s are taken among
+    -- those candidates: a passage holding none of the question's names while others do merely shares its
+    -- other words ("许多工程师毕业于该校" for 某计划的主持人毕业于哪所大学), and as the first direct match it
+    -- would also be the bridge's anchor.
+    holders := array(select distinct ck.chunk_id
+                       from sag.chunk_keys ck
+                       join sag.keys k on k.source_id = ck.source_id and k.id = ck.key_id
+                      where ck.chunk_id = any (c_ids) and k.id = any (coalesce(named, '{}'))
+                        and k.event_count <= max_key_events);
+    if cardinality(holders) > 0 then
+        select coalesce(array_agg(u.id order by u.n), '{}'), coalesce(array_agg(u.doc order by u.n), '{}'),
+               coalesce(array_agg(u.s order by u.n), '{}')
+          into h_ids, h_docs, h_s
+          from unnest(c_ids, c_docs, c_s) with ordinality as u(id, doc, s, n)
+         where u.id = any (holders);
+        direct := sag_internal._direct_matches(h_ids, h_docs, h_s, floors.redundancy);
+    else
+        direct := sag_internal._direct_matches(c_ids, c_docs, c_s, floors.redundancy);
+    end if;
     bridge := sag_internal._bridge_match(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named);
     named_chunks := sag_internal._named_matches(c_ids, c_docs, c_w,
                                                 array(select unnest(named) intersect select unnest(kf_ids)));
@@ -397,6 +471,44 @@ begin
             direct := direct || bridge;
         end if;
     end loop;
+
+    -- The entity chain before the question's words (issue 33 item 2).  The pages about the keys the question
+    -- names (a document titled with the key's name, sag_internal._pages_about), then from each, the page
+    -- about its strongest key the question does not name (sag_internal._second_bridge): the first hop and
+    -- the bridge it leads to.  They rank first, in that order, ahead of every other candidate (weight_init
+    -- raised by 2 and 1 times the strongest weight_init, so the order is (level, weight_init)): a passage
+    -- that only shares the question's other words ("许多工程师毕业于该校" for 某计划的主持人毕业于哪所大学,
+    -- "many engineers graduated from ..." in English) or only mentions the entities ranked above the bridge's
+    -- page before.  Pages only: the corpus says what a document is about by its title; without titles (news)
+    -- nothing changes.
+    if cardinality(coalesce(named, '{}')) > 0 and cardinality(c_ids) > 0 then
+        pages := array(select x.chunk_id
+                         from (select distinct on (u.doc) u.id as chunk_id, u.w
+                                 from unnest(c_ids, c_docs, c_w) as u(id, doc, w)
+                                 join sag_internal._pages_about(named) p on p.document_id = u.doc
+                                order by u.doc, u.w desc, u.id) x
+                        order by x.w desc, x.chunk_id);
+        chain := '{}';
+        foreach named_chunk in array pages loop
+            bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, named_chunk, kf_ids, kf_w, named, null);
+            if bridge is not null and bridge <> all (pages) and bridge <> all (chain) then
+                chain := chain || bridge;
+            end if;
+        end loop;
+        if cardinality(pages) > 0 then
+            top_w := (select max(u.w) from unnest(c_w) as u(w));
+            select json_agg(x.r order by (x.r ->> 'weight_init')::float8 desc, (x.r ->> 'chunk_id')::bigint)
+              into chunks
+              from (select case when (e ->> 'chunk_id')::bigint = any (pages)
+                                then e || jsonb_build_object('weight_init', (e ->> 'weight_init')::float8 + 2 * top_w)
+                                when (e ->> 'chunk_id')::bigint = any (chain)
+                                then e || jsonb_build_object('weight_init', (e ->> 'weight_init')::float8 + top_w)
+                                else e end as r
+                      from jsonb_array_elements(chunks::jsonb) e) x;
+            direct := pages || chain || array(select d.id from unnest(direct) with ordinality as d(id, n)
+                                               where d.id <> all (pages) and d.id <> all (chain) order by d.n);
+        end if;
+    end if;
 
     return json_build_object(
         'terms', to_json(tokens),
