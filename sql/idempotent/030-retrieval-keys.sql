@@ -415,11 +415,11 @@ begin
     named_chunks as (
         -- The query's chunks holding a key the question names (hub_seed_ids, hubs left out: a name shared by
         -- thousands of events says little about which passage is about it).
-        select distinct q.chunk_id
-          from qc q
-          join sag.chunk_keys ck on ck.chunk_id = q.chunk_id
-          join sag.keys k on k.source_id = ck.source_id and k.id = ck.key_id
-         where q.s > 0 and k.id = any (hub_seed_ids) and k.event_count <= max_key_events
+        select distinct ck.chunk_id
+          from sag.keys k
+          join sag.chunk_keys ck on ck.source_id = k.source_id and ck.key_id = k.id
+         where k.id = any (hub_seed_ids) and k.event_count <= max_key_events
+           and ck.chunk_id in (select q.chunk_id from qc q where q.s > 0)
     ),
     feedback as (
         -- Pseudo-relevance feedback: the feedback_chunks chunks with the highest s, those naming what the

@@ -207,7 +207,8 @@ as $$
            and (max_key_events is null or k.event_count <= max_key_events)
            and k.id <> all (coalesce(taken, '{}'))
            and (exists (select 1 from sag_internal._pages_about(array[k.id]))
-                or exists (select 1 from sag.key_aliases a where a.source_id = k.source_id and a.key_id = k.id)))
+                or exists (select 1 from sag.key_aliases a
+                            where a.source_id = k.source_id and a.key_id = k.id and not a.rejected)))
     select coalesce(array_agg(f.id order by f.id), '{}')
       from found f
      where not exists (select 1 from found g where g.normalized <> f.normalized and strpos(g.normalized, f.normalized) > 0)
@@ -438,10 +439,10 @@ begin
     -- other words ("许多工程师毕业于该校" for 某计划的主持人毕业于哪所大学), and as the first direct match it
     -- would also be the bridge's anchor.
     holders := array(select distinct ck.chunk_id
-                       from sag.chunk_keys ck
-                       join sag.keys k on k.source_id = ck.source_id and k.id = ck.key_id
-                      where ck.chunk_id = any (c_ids) and k.id = any (coalesce(named, '{}'))
-                        and k.event_count <= max_key_events);
+                       from sag.keys k
+                       join sag.chunk_keys ck on ck.source_id = k.source_id and ck.key_id = k.id
+                      where k.id = any (coalesce(named, '{}')) and k.event_count <= max_key_events
+                        and ck.chunk_id = any (c_ids));
     if cardinality(holders) > 0 then
         select coalesce(array_agg(u.id order by u.n), '{}'), coalesce(array_agg(u.doc order by u.n), '{}'),
                coalesce(array_agg(u.s order by u.n), '{}')
@@ -473,7 +474,7 @@ begin
     end loop;
 
     -- The entity chain before the question's words (issue 33 item 2).  The pages about the keys the question
-    -- names (a document titled with the key's name, sag_internal._pages_about), then from each, the page
+    -- names (a document titled with the key's name, sag_internal._pages_about; hubs left out), then from each, the page
     -- about its strongest key the question does not name (sag_internal._second_bridge): the first hop and
     -- the bridge it leads to.  They rank first, in that order, ahead of every other candidate (weight_init
     -- raised by 2 and 1 times the strongest weight_init, so the order is (level, weight_init)): a passage
@@ -485,7 +486,10 @@ begin
         pages := array(select x.chunk_id
                          from (select distinct on (u.doc) u.id as chunk_id, u.w
                                  from unnest(c_ids, c_docs, c_w) as u(id, doc, w)
-                                 join sag_internal._pages_about(named) p on p.document_id = u.doc
+                                 join sag_internal._pages_about(array(
+                                          select k.id from sag.keys k
+                                           where k.id = any (named) and k.event_count <= max_key_events)) p
+                                   on p.document_id = u.doc
                                 order by u.doc, u.w desc, u.id) x
                         order by x.w desc, x.chunk_id);
         chain := '{}';
