@@ -57,9 +57,10 @@ comment on function sag.context_for_query(@extschema:vector@.vector, bigint[], i
 -- Keys naming the same entity in two names (issue 33 item 3), sag.key_aliases.  A chunk that writes one key's
 -- name followed by another's in parentheses ("北溟大学（Beiming University）", "Shen Mo (沈墨)") links the two:
 -- that is how news and encyclopedias give a name in another script, a translation or an abbreviation.  Both
--- keys must be the chunk's own (its events hold them) and name the same kind of thing: the same type, or a
--- topic on one side (a project is a topic in Chinese and may be an organization in English); times and actions
--- are not names.  Chunks after after_chunk_id only (an ingest derives from the chunks it stored); a pair the
+-- keys must be the chunk's own (its events hold them), name the same kind of thing (the same type; times and
+-- actions are not names) and be written in two scripts (a Han name and one without Han): within one script
+-- parentheses hold anything (a registration number, an explanation).  On rgb-zh's news, pairs of one script or
+-- of two types were mostly wrong (C919 = B-001A, COMAC = 商飞 as a person, ABC = 文版权归澳大利亚广播公司).  Chunks after after_chunk_id only (an ingest derives from the chunks it stored); a pair the
 -- user rejected stays rejected (the row is kept, on conflict nothing changes).  Returns the pairs added.
 create or replace function sag.derive_key_aliases(source_id bigint, after_chunk_id bigint default 0)
 returns integer
@@ -83,7 +84,17 @@ as $$
           from keys_of a
           join keys_of b on b.source_id = a.source_id and b.chunk_id = a.chunk_id and b.id <> a.id
          where strpos(a.text, a.name || '(' || b.name || ')') > 0
-           and (a.type = b.type or 'topic' in (a.type, b.type))
+           -- one entity: the same type; two scripts (a Han name and a name without Han): within one script a
+           -- parenthesis gives anything (C919 (B-001A), a registration; CPI (价格) is not the other way round)
+           and a.type = b.type
+           -- a topic only when its other name is a name of several words ("Qinglan Project"), not an
+           -- acronym a term is explained by (收益 (EPS), 贷款 (PSL))
+           and (a.type <> 'topic'
+                or array_length(regexp_split_to_array(btrim(case when a.name ~ ('[' || sag_internal._han_class() || ']')
+                                                                  then b.name else a.name end), '\s+'), 1) >= 2)
+           and (a.name ~ ('[' || sag_internal._han_class() || ']')) <> (b.name ~ ('[' || sag_internal._han_class() || ']'))
+           -- a name cut at a middle dot is a piece of a longer one (麦克拉斯 of 亚历克斯·麦克拉斯 gave 克拉斯)
+           and strpos(a.text, '·' || a.name || '(' || b.name || ')') = 0
            -- the whole name before the parentheses: not 机器人公司 of 峡湾机器人公司（Fjordline Robotics）
            and not exists (select 1 from keys_of l
                             where l.chunk_id = a.chunk_id and char_length(l.name) > char_length(a.name)
@@ -102,7 +113,7 @@ $$;
 comment on function sag.derive_key_aliases(bigint, bigint) is
     'Links keys naming the same entity (sag.key_aliases, origin derived): in a chunk of the source (id > '
     'after_chunk_id), key A''s name followed by key B''s in parentheses ("北溟大学（Beiming University）"), both '
-    'keys of that chunk, the same type or one a topic, no time or action, A the longest such key.  Both directions stored; rejected pairs '
+    'keys of that chunk, the same type (no time or action), one name Han and the other not (a topic: the other of two words or more), A the longest such key and not cut at a middle dot.  Both directions stored; rejected pairs '
     'stay rejected.  Returns the pairs added.  Ingestion runs it over the chunks it stored.';
 
 -- Keys given as aliases by the user (sag-pg source S --aliases FILE): pairs of names, each resolved to the

@@ -198,17 +198,25 @@ as $$
           from runs r
          cross join lateral generate_series(1, char_length(r.run) - 1) as i
          cross join lateral generate_series(2, least(16, char_length(r.run) - i + 1)) as n),
-    found as (
-        select k.id, k.normalized
-          from spans s
-          join sag.keys k on k.normalized = s.span
-         where k.type = 'topic' and k.value_string is not null
-           and (source_ids is null or k.source_id = any (source_ids))
+    spelled as materialized (
+        -- The topic keys spelled in the question (an index probe a span) ...
+        -- (one index scan for all spans: joined to the spans, the planner took generate_series for 10^6
+        -- rows and scanned every key, 0.1 s a question on rgb-zh)
+        select k.id, k.source_id, k.normalized
+          from sag.keys k
+         where k.source_id = any (coalesce(source_ids, array(select x.id from sag.sources x)))
+           and k.normalized = any (array(select s.span from spans s))
+           and k.type = 'topic' and k.value_string is not null
            and (max_key_events is null or k.event_count <= max_key_events)
-           and k.id <> all (coalesce(taken, '{}'))
-           and (exists (select 1 from sag_internal._pages_about(array[k.id]))
-                or exists (select 1 from sag.key_aliases a
-                            where a.source_id = k.source_id and a.key_id = k.id and not a.rejected)))
+           and k.id <> all (coalesce(taken, '{}'))),
+    found as (
+        -- ... then the evidence that one is a name, for those few only (checked per topic key of the sources
+        -- before the spans were joined, it cost 0.4 s a question on rgb-zh).
+        select k.id, k.normalized
+          from spelled k
+         where exists (select 1 from sag_internal._pages_about(array[k.id]))
+            or exists (select 1 from sag.key_aliases a
+                        where a.source_id = k.source_id and a.key_id = k.id and not a.rejected))
     select coalesce(array_agg(f.id order by f.id), '{}')
       from found f
      where not exists (select 1 from found g where g.normalized <> f.normalized and strpos(g.normalized, f.normalized) > 0)
@@ -282,10 +290,6 @@ declare
     bridge bigint;
     named_chunks bigint[];  -- the chunk of each named key in key-final (sag_internal._named_matches)
     named_chunk bigint;
-    holders bigint[];        -- candidates holding a key the question names (not a hub)
-    h_ids bigint[];
-    h_docs bigint[];
-    h_s float8[];
     pages bigint[];          -- the entity chain: pages about the named keys ...
     chain bigint[];          -- ... and the bridge pages they lead to
     top_w float8;
@@ -434,25 +438,7 @@ begin
     -- (sag_internal._bridge_match, then _second_bridge); then, from each named key's chunk, the page about its
     -- strongest unnamed key (_second_bridge without a first): the question names A, A's page names B, and
     -- B's page holds the answer.
-    -- When the question names keys (not hubs) that candidates hold, the direct matches by s are taken among
-    -- those candidates: a passage holding none of the question's names while others do merely shares its
-    -- other words ("许多工程师毕业于该校" for 某计划的主持人毕业于哪所大学), and as the first direct match it
-    -- would also be the bridge's anchor.
-    holders := array(select distinct ck.chunk_id
-                       from sag.keys k
-                       join sag.chunk_keys ck on ck.source_id = k.source_id and ck.key_id = k.id
-                      where k.id = any (coalesce(named, '{}')) and k.event_count <= max_key_events
-                        and ck.chunk_id = any (c_ids));
-    if cardinality(holders) > 0 then
-        select coalesce(array_agg(u.id order by u.n), '{}'), coalesce(array_agg(u.doc order by u.n), '{}'),
-               coalesce(array_agg(u.s order by u.n), '{}')
-          into h_ids, h_docs, h_s
-          from unnest(c_ids, c_docs, c_s) with ordinality as u(id, doc, s, n)
-         where u.id = any (holders);
-        direct := sag_internal._direct_matches(h_ids, h_docs, h_s, floors.redundancy);
-    else
-        direct := sag_internal._direct_matches(c_ids, c_docs, c_s, floors.redundancy);
-    end if;
+    direct := sag_internal._direct_matches(c_ids, c_docs, c_s, floors.redundancy);
     bridge := sag_internal._bridge_match(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named);
     named_chunks := sag_internal._named_matches(c_ids, c_docs, c_w,
                                                 array(select unnest(named) intersect select unnest(kf_ids)));
