@@ -13,6 +13,7 @@
 --                  sag.similarity_floors, rescaled, reaches min_similarity, sag.retrieve's match_min_similarity:
 --                  an English question is not mapped to unrelated Chinese keys by chance cosines);
 --                  exclude_entities (and their aliases) never; keys with at least one event; top_k_entities.
+--                  None of these: the nearest keys above the floor, as before.
 --   relationships: in-network pairs (both ends selected) by weight, then out-network pairs by links (how many
 --                  selected entities the outside end co-occurs with), weight; at most top_k_relationships per
 --                  selected entity.
@@ -131,6 +132,17 @@ begin
          where k.event_count > 0 and c.key_id <> all (excluded)
          order by c.tier, c.o, c.key_id
          limit top_k_entities);
+    if cardinality(selected) = 0 then
+        -- Nothing named and no key similar enough: the nearest keys above the floor (GraphRAG's plain local
+        -- search), rather than an empty context (a DRIFT follow-up query may name nothing).
+        selected := array(
+            select n.key_id
+              from sag_internal._nearest_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer) n
+              join sag.keys k on k.id = n.key_id
+             where k.event_count > 0 and 1 - n.distance > coalesce(key_floor, 0) and n.key_id <> all (excluded)
+             order by n.distance, n.key_id
+             limit top_k_entities);
+    end if;
 
     with rows as (
         select e.key_id, e.rank::integer as rank, k.name, k.type,
