@@ -3,7 +3,7 @@ logical replication), and sag_internal._colocate for later per-source tables
 (sql/incremental/019-distributable.sql; issue #32, the schema Citus distributes).
 
 Revision ID: 0019
-Revises: 0015
+Revises: 0016
 Create Date: 2026-11-27
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 from sag_pg.db.sqlfiles import apply_incremental
 
 revision = "0019"
-down_revision = "0015"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
