@@ -13,7 +13,7 @@ the question's entities (step 0, weight = their type's weight); ``trail`` is the
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -40,7 +40,9 @@ class DataflowParams:
     the widest gap between two recalled chunks of a document that completion fills; ``specificity``: names
     count by their IDF in the matches (False: the seed's unweighted formulas); ``lexical_discount``: the
     score's vector weight keeps only what the embedder adds beyond the words when BM25 is fused (scaled by 1 -
-    its lexical redundancy; False: ``score_weights`` as given)."""
+    its lexical redundancy; False: ``score_weights`` as given); ``type_weights``: entity-type weights for this
+    search over DataFlow's own (the seed's ENTITY_TYPE_WEIGHTS and the sources' ``dataflow_type_weights``
+    setting, ``sag-pg source --dataflow-type-weight``; SAG's ``key_types`` are not used)."""
 
     depth: int = 3
     breadth: int = 5
@@ -61,11 +63,13 @@ class DataflowParams:
     text_seeds: bool = False
     specificity: bool = True
     lexical_discount: bool = True
+    type_weights: Mapping[str, float] | None = None
 
     def sql_arguments(self) -> dict[str, Any]:
         args = asdict(self)
         del args["focus"]
         args["score_weights"] = list(self.score_weights)
+        args["type_weights"] = dict(self.type_weights) if self.type_weights is not None else None
         return args
 
 

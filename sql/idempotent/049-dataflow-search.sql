@@ -92,6 +92,10 @@ drop function if exists sag.dataflow_search(text, @extschema:vector@.vector, big
                                             float8, text[], float8[], float8, float8, integer, integer, integer,
                                             integer, integer, integer, boolean, integer, float8, float8, float8,
                                             float8, timestamptz, float8, text, boolean, boolean);  -- + lexical_discount
+drop function if exists sag.dataflow_search(text, @extschema:vector@.vector, bigint[], text[], text[], integer, integer, integer, float8,
+                                            float8, text[], float8[], float8, float8, integer, integer, integer,
+                                            integer, integer, integer, boolean, integer, float8, float8, float8,
+                                            float8, timestamptz, float8, text, boolean, boolean, boolean);  -- + type_weights
 create or replace function sag.dataflow_search(
     query text,
     query_embedding @extschema:vector@.vector,
@@ -124,7 +128,8 @@ create or replace function sag.dataflow_search(
     time_basis text default 'ingest',
     text_seeds boolean default false,
     specificity boolean default true,
-    lexical_discount boolean default true)
+    lexical_discount boolean default true,
+    type_weights jsonb default null)
 returns jsonb
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -184,7 +189,8 @@ begin
     list_limit := coalesce(list_limit, 4 * top_n);       -- seed: sql_search/vector_search top_k * 2, top_k = 2 top_n
     initial_limit := coalesce(initial_limit, 2 * top_n); -- seed: hybrid_search(top_k = config.top_k * 2)
     now_at := coalesce(now_at, now());
-    weights := sag.dataflow_type_weights(source_ids);
+    -- DataFlow's own type weights (the seed's, the sources' config -> dataflow_type_weights), then the call's.
+    weights := sag.dataflow_type_weights(source_ids) || coalesce(type_weights, '{}'::jsonb);
     select c.hub_events, c.events into hub, corpus from sag.calibration(source_ids) c limit 1;
     if not specificity then
         corpus := null;  -- every name counts 1: the seed's formulas
@@ -329,7 +335,7 @@ $$;
 comment on function sag.dataflow_search(text, @extschema:vector@.vector, bigint[], text[], text[], integer, integer, integer, float8,
                                         float8, text[], float8[], float8, float8, integer, integer, integer, integer,
                                         integer, integer, boolean, integer, float8, float8, float8, float8,
-                                        timestamptz, float8, text, boolean, boolean, boolean) is
+                                        timestamptz, float8, text, boolean, boolean, boolean, jsonb) is
     'The DataFlow search (seed §8.2) in one call: the query''s entities (sag.dataflow_query_entities; '
     'entity_names/entity_types from the caller), the structured list (sag.dataflow_match) and the vector list '
     '(nearest events), weighted RRF (sag.dataflow_rrf: sql_weight, vector_weight, rrf_k), propagation '
@@ -341,5 +347,7 @@ comment on function sag.dataflow_search(text, @extschema:vector@.vector, bigint[
     'ln(1 + N) in the matches (false: the seed''s unweighted formulas); cosines above sag.similarity_floors.  '
     'lexical_discount: the vector weight scaled by 1 - the embedder''s lexical redundancy when BM25 is fused '
     '(sag.dataflow_score_weights; score_weights in the output are the ones used; false: score_weights as given).  '
+    'type_weights: entity-type weights over sag.dataflow_type_weights(source_ids) (the seed''s, the sources'' '
+    'config -> dataflow_type_weights; never SAG''s key_types).  '
     'source_ids NULL = all sources.  Example: select '
     'sag.dataflow_search(''Who married Marie Antoinette?'', sag.embed_hash(''Who married Marie Antoinette?'', 512));';
