@@ -32,7 +32,7 @@ __all__ = ["DataflowParams", "DataflowResult", "dataflow_search"]
 
 @dataclass(frozen=True)
 class DataflowParams:
-    """The knobs of ``sag.dataflow_search`` with the seed's defaults (docs/retrieval.md, DataFlow).
+    """The knobs of ``sag.dataflow_search`` with the seed's defaults (docs/dataflow.md).
 
     ``depth``, ``breadth``, ``threshold``: the BFS (seed §6: 3, 5, 0.5); ``decay``: activation kept per hop;
     ``focus``: preferred topics/tags (None: the sources' config ``focus``); ``score_weights``: relevance, vector,

@@ -2,8 +2,9 @@
 
 ``leiden_levels`` (the default) is what GraphRAG's ``cluster_graph`` runs: ``hierarchical_leiden`` of
 graspologic (its Rust core, ``graspologic_native``) with a maximum cluster size (GraphRAG's default 10) and a
-fixed seed (GraphRAG's 0xDEADBEEF).  Leiden runs on the whole graph (level 0); every community larger than
-``max_cluster_size`` is cut out and clustered again (level 1), and so on until none is larger.  A community
+fixed seed (GraphRAG's 0xDEADBEEF).  Leiden runs on the whole graph (level 0); every community of
+``max_cluster_size`` events or more is cut out and clustered again (level 1), and so on until none is left
+(or Leiden finds no split of it).  A community
 that is not split again is carried down to the deeper levels unchanged (same events, so its report is reused,
 ``sag.reuse_community_reports``): every level is then a partition of all the events, and level L holds, for
 every event, its deepest community at a level <= L -- the communities GraphRAG's ``read_indexer_reports``

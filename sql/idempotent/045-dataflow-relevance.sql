@@ -1,7 +1,7 @@
 -- DataFlow activation (../shared/seeds/dataflow-activation.md), part 1: typed entity weights and the relevance
 -- of two events.  Re-applied on every upgrade.  DataFlow is the second retrieval strategy: it reads the same
 -- tables as SAG (sag.events are the seed's SourceEvent, sag.keys its Entity, sag.event_keys its event_entity,
--- sag.chunks its ArticleChunk) and adds no table.  docs/retrieval.md ("DataFlow") gives the formulas.
+-- sag.chunks its ArticleChunk) and adds no table.  docs/dataflow.md gives the formulas.
 --
 --   045 weights and relevance   046 query entities and multi-dimension matching   047 propagation (BFS)
 --   048 the four-factor score and weighted RRF   049 chunk recall and completion, sag.dataflow_search

@@ -80,7 +80,7 @@ comment on function sag.dataflow_rrf(bigint[], bigint[], float8, float8, integer
     'first) + second_weight / (k + rank in the second), a list not holding the id adding 0; best first.  '
     'Example: select * from sag.dataflow_rrf(array[1, 2], array[2, 3]);';
 
--- The score weights with the vector factor's lexical part taken out (not in the seed; docs/retrieval.md,
+-- The score weights with the vector factor's lexical part taken out (not in the seed; docs/dataflow.md,
 -- DataFlow): w2' = w2 · (1 - r), r = the embedder's redundancy (sag.similarity_floors: how much of its cosine a
 -- bag of words already says, the rest discounted by its reliability; 1 for the hash embedder, 0.12-0.27 for
 -- MiniLM and E5 in English).  sag.dataflow_search passes it as lexical_redundancy.  When BM25's
