@@ -32,14 +32,18 @@ def test_dataflow_finds_the_document_and_explains(library: SAG) -> None:
     trail = result.to_dict()["trail"]
     assert trail["hops"][0]["hop"] == 0 and trail["events"]
     best = trail["events"][0]
-    # Each factor is there and the score is their weighted sum with the seed's weights, but for the vector
-    # weight: the hash embedder's cosine is nothing but the words (lexical redundancy 1) and BM25 is fused, so
-    # 0.3 * (1 - 1) = 0.
-    assert trail["lexical_redundancy"] == pytest.approx(1, abs=1e-6)
-    assert trail["score_weights"] == pytest.approx([0.3, 0, 0.2, 0.2], abs=1e-6)
+    # Each factor is there and the score is their weighted sum with the seed's weights (issue 34.3: before, the
+    # hash embedder's lexical redundancy took the vector weight to 0 and every time decay was 1).
+    assert trail["score_weights"] == pytest.approx([0.3, 0.3, 0.2, 0.2], abs=1e-6)
     assert best["similarity"] > 0
-    assert best["score"] == pytest.approx(0.3 * best["relevance"] + 0.2 * best["time_decay"]
-                                          + 0.2 * best["preference"], abs=1e-6)
+    for event in trail["events"]:
+        assert event["score"] == pytest.approx(0.3 * event["relevance"] + 0.3 * event["similarity"]
+                                               + 0.2 * event["time_decay"] + 0.2 * event["preference"], abs=1e-6)
+    # The factors vary: the events dated by a time key ("in 1843", "in 1791") decay from that year, the others
+    # from their ingest time (1).
+    decays = {round(e["time_decay"], 6) for e in trail["events"]}
+    assert 1.0 in decays and min(decays) < 1e-6
+    assert len({round(e["similarity"], 6) for e in trail["events"]}) > 1
     assert all(hit.events for hit in result.chunks)
 
 
@@ -66,8 +70,10 @@ def test_cli_dataflow(db_dsn: str, tmp_path: Path) -> None:
     assert data["trail"]["focus"] == ["Analytical Engine"]
     explained = CliRunner().invoke(cli, ["search", "Charles Babbage", "--strategy", "dataflow", "--explain"], env=env)
     assert explained.exit_code == 0 and "activation per hop" in explained.output, explained.output
-    # The weights used: the hash embedder's cosine is the words (lexical redundancy 1), vector weight 0.
-    assert "w = 0.3 0 0.2 0.2, redundancy 1.00" in " ".join(explained.output.split()), explained.output
+    # The weights used (the seed's) and the range of each factor over the scored events.
+    flat = " ".join(explained.output.split())
+    assert "w = 0.3 0.3 0.2 0.2" in flat, explained.output
+    assert "factors over" in flat and "preference 0.50-0.50 (no focus: 0.5 for every event)" in flat
     bad = CliRunner().invoke(cli, ["search", "Babbage", "--strategy", "dataflow", "--breadth", "0"], env=env)
     assert bad.exit_code == 2
 

@@ -59,10 +59,10 @@ class DataflowParams:
     key_match_top_k: int = 5
     key_min_similarity: float = 0.6
     text_weight: float = 0.5
-    time_basis: str = "ingest"
+    time_basis: str = "event"
     text_seeds: bool = False
     specificity: bool = True
-    lexical_discount: bool = True
+    lexical_discount: bool = False
     type_weights: Mapping[str, float] | None = None
 
     def sql_arguments(self) -> dict[str, Any]:

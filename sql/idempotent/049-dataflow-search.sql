@@ -125,10 +125,10 @@ create or replace function sag.dataflow_search(
     decay_per_day float8 default 0.01,
     now_at timestamptz default null,
     text_weight float8 default 0.5,
-    time_basis text default 'ingest',
+    time_basis text default 'event',
     text_seeds boolean default false,
     specificity boolean default true,
-    lexical_discount boolean default true,
+    lexical_discount boolean default false,
     type_weights jsonb default null)
 returns jsonb
 language plpgsql stable
@@ -300,7 +300,8 @@ begin
         select r.event_id, r.hop, e.chunk_id, r.activation as relevance,
                coalesce(nullif(greatest(0, (1 - (e.embedding operator(@extschema:vector@.<=>) query_embedding) - floors.event)
                                            / (1 - floors.event)), 'NaN'::float8), 0) as similarity,
-               sag.dataflow_time_decay(case when time_basis = 'event' then coalesce(e.event_time, e.created_at)
+               sag.dataflow_time_decay(case when time_basis = 'event'
+                                            then coalesce(sag_internal._dataflow_event_time(e.source_id, e.id), e.created_at)
                                             else e.created_at end, now_at, decay_per_day) as time_decay,
                case when cardinality(coalesce(focus, '{}')) = 0 then 0.5
                     else sag.dataflow_preference(r.event_id, focus) end as preference
