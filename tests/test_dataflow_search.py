@@ -5,6 +5,8 @@ surfaces: SAG.search(strategy="dataflow"), `sag-pg search --strategy dataflow`, 
 from __future__ import annotations
 
 import json
+import math
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,8 @@ def library(sag: SAG) -> SAG:
 
 
 def test_dataflow_finds_the_document_and_explains(library: SAG) -> None:
+    library.ingest_text(f"# Babbage today\n\nCharles Babbage's Analytical Engine was rebuilt in "
+                        f"{datetime.now(timezone.utc).year}.", uri="rebuilt")
     result = library.search("Who worked with Charles Babbage on the Analytical Engine?", top_n=3, strategy="dataflow")
     assert result.chunks[0].document_uri in ("lovelace", "babbage")
     # "Charles Babbage" is an entity of the question (the rule extractor and sag.named_keys both find it).
@@ -39,10 +43,16 @@ def test_dataflow_finds_the_document_and_explains(library: SAG) -> None:
     for event in trail["events"]:
         assert event["score"] == pytest.approx(0.3 * event["relevance"] + 0.3 * event["similarity"]
                                                + 0.2 * event["time_decay"] + 0.2 * event["preference"], abs=1e-6)
-    # The factors vary: the events dated by a time key ("in 1843", "in 1791") decay from that year, the others
-    # from their ingest time (1).
-    decays = {round(e["time_decay"], 6) for e in trail["events"]}
-    assert 1.0 in decays and min(decays) < 1e-6
+    # The factors vary: an event dated this year by a time key decays from January 1st, those dated 1843 or 1791
+    # to 0, the undated ones get the median of the dated ones' decays.
+    this_year = datetime.now(timezone.utc).year
+    decays = {e["event_id"]: e["time_decay"] for e in trail["events"]}
+    with library.db.connect() as conn:
+        recent = conn.execute("select e.id from sag.events e where e.content like %s", [f"%{this_year}%"]).fetchall()
+    assert recent and all(decays[r[0]] == pytest.approx(math.exp(-0.01 * (datetime.now(timezone.utc)
+                                                                          - datetime(this_year, 1, 1, tzinfo=timezone.utc)).days))
+                          for r in recent if r[0] in decays)
+    assert len({round(d, 6) for d in decays.values()}) > 1 and min(decays.values()) < 1e-6
     assert len({round(e["similarity"], 6) for e in trail["events"]}) > 1
     assert all(hit.events for hit in result.chunks)
 

@@ -59,7 +59,7 @@ class DataflowParams:
     key_match_top_k: int = 5
     key_min_similarity: float = 0.6
     text_weight: float = 0.5
-    time_basis: str = "event"
+    time_basis: str = "own"
     text_seeds: bool = False
     specificity: bool = True
     lexical_discount: bool = False

@@ -153,11 +153,16 @@ def test_time_decay_from_the_events_own_time(db_conn: psycopg.Connection, graph:
         names = {v: k for k, v in ids.items() if k.startswith("e")}
         return {names[e["event_id"]]: e["time_decay"] for e in row[0]["events"]}
 
-    found = decays()
+    # 'event': the own time, else the ingest time (now: 1).
+    found = decays(time_basis="event")
     assert found["e1"] == pytest.approx(math.exp(-1.0))   # e^(-0.01 * 100)
     assert found["e5"] == pytest.approx(math.exp(-0.4))   # e^(-0.01 * 40)
     assert found["e0"] == 1.0                             # ingested now (after now_at): 1
     assert set(decays(time_basis="ingest").values()) == {1.0}
+    # 'own', the default: the undated events get the median of the dated ones' decays, (e^-1 + e^-0.4) / 2.
+    own = decays()
+    assert (own["e1"], own["e5"]) == pytest.approx((math.exp(-1.0), math.exp(-0.4)))
+    assert own["e0"] == pytest.approx((math.exp(-1.0) + math.exp(-0.4)) / 2)
 
 
 def test_time_decay_preference_score_and_rrf(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
