@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sag_pg import SAG, QueryError
+from sag_pg import SAG, QueryError, Settings
 from sag_pg.cli import cli
 from sag_pg.dataflow import DataflowParams
 
@@ -95,3 +95,28 @@ def test_bench_scale_times_dataflow(db_dsn: str) -> None:
     run = json.loads(result.stdout)["runs"][0]
     assert run["strategy"] == "dataflow" and run["search_p50_ms"] > 0
     assert "sql_propagate" in run["stage_p50_ms"]
+
+
+def test_dataflow_type_weights_are_their_own_setting(db_dsn: str, tmp_path: Path) -> None:
+    """Issue 34.2: `sag-pg source --dataflow-type-weight` sets DataFlow's weights; SAG's key_types (written into
+    every source ingest creates) do not reach DataFlow, and a search can override its weights."""
+    env = {"SAG_DATABASE_URL": db_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "", "SAG_EMBEDDER": ""}
+    doc = tmp_path / "lovelace.md"
+    doc.write_text(DOCS["lovelace"])
+    assert CliRunner().invoke(cli, ["ingest", str(doc)], env=env).exit_code == 0
+    sag = SAG(settings=Settings(database_url=db_dsn, home=tmp_path / "home"))
+    seed = {"time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5, "action": 1.2, "tag": 1.0}
+    trail = sag.search("Charles Babbage", strategy="dataflow").to_dict()["trail"]
+    assert {t: trail["type_weights"][t] for t in seed} == seed  # not key_types' topic 0.8, action 0.5, ...
+    out = CliRunner().invoke(cli, ["source", "default", "--dataflow-type-weight", "topic=2",
+                                   "--dataflow-type-weight", "Event=0.5"], env=env)
+    assert out.exit_code == 0, out.output
+    config = json.loads(out.output)["config"]
+    assert config["dataflow_type_weights"] == {"topic": 2.0, "event": 0.5}
+    assert config["key_types"]["topic"] == 0.8  # SAG's own weights are untouched
+    trail = sag.search("Charles Babbage", strategy="dataflow").to_dict()["trail"]
+    assert (trail["type_weights"]["topic"], trail["type_weights"]["event"], trail["type_weights"]["person"]) == \
+        (2.0, 0.5, 1.1)
+    trail = sag.search("Charles Babbage", strategy="dataflow",
+                       dataflow=DataflowParams(type_weights={"person": 3})).to_dict()["trail"]
+    assert (trail["type_weights"]["person"], trail["type_weights"]["topic"]) == (3.0, 2.0)
