@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,7 @@ def library(sag: SAG) -> SAG:
 
 def test_dataflow_finds_the_document_and_explains(library: SAG) -> None:
     library.ingest_text(f"# Babbage today\n\nCharles Babbage's Analytical Engine was rebuilt in "
-                        f"{datetime.now(timezone.utc).year}.", uri="rebuilt")
+                        f"{datetime.now(UTC).year}.", uri="rebuilt")
     result = library.search("Who worked with Charles Babbage on the Analytical Engine?", top_n=3, strategy="dataflow")
     assert result.chunks[0].document_uri in ("lovelace", "babbage")
     # "Charles Babbage" is an entity of the question (the rule extractor and sag.named_keys both find it).
@@ -45,12 +45,12 @@ def test_dataflow_finds_the_document_and_explains(library: SAG) -> None:
                                                + 0.2 * event["time_decay"] + 0.2 * event["preference"], abs=1e-6)
     # The factors vary: an event dated this year by a time key decays from January 1st, those dated 1843 or 1791
     # to 0, the undated ones get the median of the dated ones' decays.
-    this_year = datetime.now(timezone.utc).year
+    this_year = datetime.now(UTC).year
     decays = {e["event_id"]: e["time_decay"] for e in trail["events"]}
     with library.db.connect() as conn:
         recent = conn.execute("select e.id from sag.events e where e.content like %s", [f"%{this_year}%"]).fetchall()
-    assert recent and all(decays[r[0]] == pytest.approx(math.exp(-0.01 * (datetime.now(timezone.utc)
-                                                                          - datetime(this_year, 1, 1, tzinfo=timezone.utc)).days))
+    assert recent and all(decays[r[0]] == pytest.approx(math.exp(-0.01 * (datetime.now(UTC)
+                                                                          - datetime(this_year, 1, 1, tzinfo=UTC)).days))
                           for r in recent if r[0] in decays)
     assert len({round(d, 6) for d in decays.values()}) > 1 and min(decays.values()) < 1e-6
     assert len({round(e["similarity"], 6) for e in trail["events"]}) > 1

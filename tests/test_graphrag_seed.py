@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-import pytest
 from click.testing import CliRunner
 
 from sag_pg import SAG

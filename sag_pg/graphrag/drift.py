@@ -65,7 +65,7 @@ class DriftParams:
     reduce: bool = False
     reduce_max_tokens: int = 8_000
     response_type: str = "multiple paragraphs"
-    history: HistoryParams = HistoryParams()
+    history: HistoryParams = field(default_factory=HistoryParams)
     # GraphRAG's DRIFT local searches: mostly text units, a smaller budget than a plain local search.
     local: LocalParams = field(default_factory=lambda: LocalParams(max_tokens=6_000, text_unit_prop=0.9,
                                                                    community_prop=0.1))

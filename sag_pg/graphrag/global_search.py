@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ class GlobalParams:
     shuffle: bool = True
     seed: int = 86
     allow_general_knowledge: bool = False
-    history: HistoryParams = HistoryParams()
+    history: HistoryParams = field(default_factory=HistoryParams)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
