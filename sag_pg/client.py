@@ -236,7 +236,8 @@ class SAG:
         sub-questions with a ReAct check; the returned DeepAnswer carries the whole ``trace``; options such
         as ``max_rounds`` and ``max_llm_calls`` go to :func:`sag_pg.answer.deep_ask`), or GraphRAG's local |
         global | drift (:func:`sag_pg.graphrag.graphrag_ask`; ``params=`` LocalParams, GlobalParams or
-        DriftParams; needs ``sag-pg communities build`` first)."""
+        DriftParams; ``history=`` the conversation so far, ``[{"role", "content"}]``; needs ``sag-pg communities
+        build`` first)."""
         from .answer import ask, deep_ask
 
         check_int("top_n", top_n, 1, MAX_TOP_N)
@@ -248,7 +249,7 @@ class SAG:
             return graphrag_ask(self.db, self.embedder, self.llm, question, mode=mode, source=source,  # type: ignore[return-value]
                                 params=deep.pop("params", None),
                                 concurrency=deep.pop("concurrency", self.settings.llm_concurrency),
-                                prompts_dir=self.settings.prompts_dir)
+                                prompts_dir=self.settings.prompts_dir, history=deep.pop("history", None))
         if mode == "deep":
             if keys:
                 raise QueryError("keys are chosen by the LLM in deep mode; use fast or normal mode to give them")
@@ -326,8 +327,10 @@ class SAG:
 
     def configure_source(self, name: str, *, key_types: dict[str, float] | None = None,
                          synonyms: dict[str, str] | None = None, alignment: dict[str, Any] | None = None,
-                         replace: bool = False, create: bool = True) -> dict[str, Any]:
-        """Set a source's key types (type → weight), synonym table (alias → canonical name) and key alignment
+                         replace: bool = False, create: bool = True,
+                         dataflow_type_weights: dict[str, float] | None = None) -> dict[str, Any]:
+        """Set a source's key types (type → weight, SAG's), DataFlow's entity-type weights (type → weight, over
+        the seed's ENTITY_TYPE_WEIGHTS), synonym table (alias → canonical name) and key alignment
         thresholds (``{"trigram": 0.9, "vector": 0.95, "across_types": true}``; null disables a test).
         Settings are merged into the existing ones unless ``replace``. Returns the resulting config. An unknown
         source is created, or with ``create=False`` a NotFoundError naming the existing ones. Synonyms shape
@@ -335,6 +338,9 @@ class SAG:
         patch: dict[str, Any] = {}
         if key_types is not None:
             patch["key_types"] = {str(k).strip().lower(): float(v) for k, v in key_types.items()}
+        if dataflow_type_weights is not None:
+            patch["dataflow_type_weights"] = {str(k).strip().lower(): float(v)
+                                              for k, v in dataflow_type_weights.items()}
         if synonyms is not None:
             patch["synonyms"] = {str(k): str(v) for k, v in synonyms.items()}
         if alignment is not None:

@@ -7,7 +7,9 @@ from datetime import datetime
 
 KeyValue = str | float | bool
 
-# The key types every source starts with (dataflow-activation §2.4, plus organization).
+# The key types every source starts with (dataflow-activation §2.4's types, plus organization), with SAG's
+# weights (sag_internal._key_weight).  DataFlow does not read them: it has the seed's ENTITY_TYPE_WEIGHTS
+# (sag.dataflow_type_weights, a source's config -> dataflow_type_weights).
 DEFAULT_KEY_TYPES: dict[str, float] = {
     "person": 1.0,
     "organization": 1.0,

@@ -5,12 +5,14 @@ surfaces: SAG.search(strategy="dataflow"), `sag-pg search --strategy dataflow`, 
 from __future__ import annotations
 
 import json
+import math
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from sag_pg import SAG, QueryError
+from sag_pg import SAG, QueryError, Settings
 from sag_pg.cli import cli
 from sag_pg.dataflow import DataflowParams
 
@@ -25,6 +27,8 @@ def library(sag: SAG) -> SAG:
 
 
 def test_dataflow_finds_the_document_and_explains(library: SAG) -> None:
+    library.ingest_text(f"# Babbage today\n\nCharles Babbage's Analytical Engine was rebuilt in "
+                        f"{datetime.now(UTC).year}.", uri="rebuilt")
     result = library.search("Who worked with Charles Babbage on the Analytical Engine?", top_n=3, strategy="dataflow")
     assert result.chunks[0].document_uri in ("lovelace", "babbage")
     # "Charles Babbage" is an entity of the question (the rule extractor and sag.named_keys both find it).
@@ -32,14 +36,24 @@ def test_dataflow_finds_the_document_and_explains(library: SAG) -> None:
     trail = result.to_dict()["trail"]
     assert trail["hops"][0]["hop"] == 0 and trail["events"]
     best = trail["events"][0]
-    # Each factor is there and the score is their weighted sum with the seed's weights, but for the vector
-    # weight: the hash embedder's cosine is nothing but the words (lexical redundancy 1) and BM25 is fused, so
-    # 0.3 * (1 - 1) = 0.
-    assert trail["lexical_redundancy"] == pytest.approx(1, abs=1e-6)
-    assert trail["score_weights"] == pytest.approx([0.3, 0, 0.2, 0.2], abs=1e-6)
+    # Each factor is there and the score is their weighted sum with the seed's weights (issue 34.3: before, the
+    # hash embedder's lexical redundancy took the vector weight to 0 and every time decay was 1).
+    assert trail["score_weights"] == pytest.approx([0.3, 0.3, 0.2, 0.2], abs=1e-6)
     assert best["similarity"] > 0
-    assert best["score"] == pytest.approx(0.3 * best["relevance"] + 0.2 * best["time_decay"]
-                                          + 0.2 * best["preference"], abs=1e-6)
+    for event in trail["events"]:
+        assert event["score"] == pytest.approx(0.3 * event["relevance"] + 0.3 * event["similarity"]
+                                               + 0.2 * event["time_decay"] + 0.2 * event["preference"], abs=1e-6)
+    # The factors vary: an event dated this year by a time key decays from January 1st, those dated 1843 or 1791
+    # to 0, the undated ones get the median of the dated ones' decays.
+    this_year = datetime.now(UTC).year
+    decays = {e["event_id"]: e["time_decay"] for e in trail["events"]}
+    with library.db.connect() as conn:
+        recent = conn.execute("select e.id from sag.events e where e.content like %s", [f"%{this_year}%"]).fetchall()
+    assert recent and all(decays[r[0]] == pytest.approx(math.exp(-0.01 * (datetime.now(UTC)
+                                                                          - datetime(this_year, 1, 1, tzinfo=UTC)).days))
+                          for r in recent if r[0] in decays)
+    assert len({round(d, 6) for d in decays.values()}) > 1 and min(decays.values()) < 1e-6
+    assert len({round(e["similarity"], 6) for e in trail["events"]}) > 1
     assert all(hit.events for hit in result.chunks)
 
 
@@ -66,8 +80,10 @@ def test_cli_dataflow(db_dsn: str, tmp_path: Path) -> None:
     assert data["trail"]["focus"] == ["Analytical Engine"]
     explained = CliRunner().invoke(cli, ["search", "Charles Babbage", "--strategy", "dataflow", "--explain"], env=env)
     assert explained.exit_code == 0 and "activation per hop" in explained.output, explained.output
-    # The weights used: the hash embedder's cosine is the words (lexical redundancy 1), vector weight 0.
-    assert "w = 0.3 0 0.2 0.2, redundancy 1.00" in " ".join(explained.output.split()), explained.output
+    # The weights used (the seed's) and the range of each factor over the scored events.
+    flat = " ".join(explained.output.split())
+    assert "w = 0.3 0.3 0.2 0.2" in flat, explained.output
+    assert "factors over" in flat and "preference 0.50-0.50 (no focus: 0.5 for every event)" in flat
     bad = CliRunner().invoke(cli, ["search", "Babbage", "--strategy", "dataflow", "--breadth", "0"], env=env)
     assert bad.exit_code == 2
 
@@ -79,3 +95,28 @@ def test_bench_scale_times_dataflow(db_dsn: str) -> None:
     run = json.loads(result.stdout)["runs"][0]
     assert run["strategy"] == "dataflow" and run["search_p50_ms"] > 0
     assert "sql_propagate" in run["stage_p50_ms"]
+
+
+def test_dataflow_type_weights_are_their_own_setting(db_dsn: str, tmp_path: Path) -> None:
+    """Issue 34.2: `sag-pg source --dataflow-type-weight` sets DataFlow's weights; SAG's key_types (written into
+    every source ingest creates) do not reach DataFlow, and a search can override its weights."""
+    env = {"SAG_DATABASE_URL": db_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "", "SAG_EMBEDDER": ""}
+    doc = tmp_path / "lovelace.md"
+    doc.write_text(DOCS["lovelace"])
+    assert CliRunner().invoke(cli, ["ingest", str(doc)], env=env).exit_code == 0
+    sag = SAG(settings=Settings(database_url=db_dsn, home=tmp_path / "home"))
+    seed = {"time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5, "action": 1.2, "tag": 1.0}
+    trail = sag.search("Charles Babbage", strategy="dataflow").to_dict()["trail"]
+    assert {t: trail["type_weights"][t] for t in seed} == seed  # not key_types' topic 0.8, action 0.5, ...
+    out = CliRunner().invoke(cli, ["source", "default", "--dataflow-type-weight", "topic=2",
+                                   "--dataflow-type-weight", "Event=0.5"], env=env)
+    assert out.exit_code == 0, out.output
+    config = json.loads(out.output)["config"]
+    assert config["dataflow_type_weights"] == {"topic": 2.0, "event": 0.5}
+    assert config["key_types"]["topic"] == 0.8  # SAG's own weights are untouched
+    trail = sag.search("Charles Babbage", strategy="dataflow").to_dict()["trail"]
+    assert (trail["type_weights"]["topic"], trail["type_weights"]["event"], trail["type_weights"]["person"]) == \
+        (2.0, 0.5, 1.1)
+    trail = sag.search("Charles Babbage", strategy="dataflow",
+                       dataflow=DataflowParams(type_weights={"person": 3})).to_dict()["trail"]
+    assert (trail["type_weights"]["person"], trail["type_weights"]["topic"]) == (3.0, 2.0)

@@ -276,7 +276,8 @@ def test_drift_iterations_follow_ups_trace_and_tokens(demo: SAG, openai_server: 
     openai_server.responder = respond
     sag = with_llm(demo, openai_server)
     answer = sag.ask("What did Apple's founders do?", mode="drift", source="demo",
-                     params=DriftParams(n_depth=2, k_followups=2, follow_ups=5))
+                     params=DriftParams(n_depth=2, k_followups=2, follow_ups=5, primer_k=5, primer_folds=1,
+                                        shuffle=False, reduce=True))
     trace = answer.context
     nodes = {n["id"]: n for n in trace["nodes"]}
     # Root 0 asks q1, q2, q3 (1, 2, 3).  Iteration 1 answers the first two pending, 1 and 2: q1 asks q1a, q1b
@@ -321,7 +322,8 @@ def test_drift_malformed_follow_up_is_reported_and_the_search_goes_on(demo: SAG,
 
     openai_server.responder = respond
     answer = with_llm(demo, openai_server).ask("Q?", mode="drift", source="demo",
-                                               params=DriftParams(n_depth=1, k_followups=2))
+                                               params=DriftParams(n_depth=1, k_followups=2, primer_folds=1,
+                                                                  shuffle=False, reduce=True))
     nodes = answer.context["nodes"]
     assert [(n["query"], n["status"]) for n in nodes] == [("Q?", "done"), ("good", "done"), ("bad", "failed")]
     assert "unusable JSON twice" in nodes[2]["error"] and nodes[2]["metadata"]["llm_calls"] == 1

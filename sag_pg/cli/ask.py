@@ -30,12 +30,18 @@ from ._common import TOP_N, AppContext, count, echo_json, pass_app, refuse_sourc
               help="Deep mode: LLM calls in all.")
 @click.option("--level", type=count(0), default=None,
               help="global, drift: the community level whose reports are read (0 = the coarsest; "
-              "`sag-pg communities list` shows the levels). Default: global 0, drift every level.")
+              "`sag-pg communities list` shows the levels). Default: GraphRAG's 2, or the deepest level there is.")
+@click.option("--history", "history_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help='local, global, drift: the conversation so far, a JSON file [{"role": "user" | "assistant", '
+              '"content": "..."}]; its last 5 questions go before the context.')
+@click.option("--general-knowledge", is_flag=True,
+              help="global: the answer may add real-world knowledge outside the data, tagged [LLM: verify].")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer, citations, evidence (and trace) as JSON.")
 @click.option("--quiet", is_flag=True, help="Deep mode: print the answer without the trace.")
 @pass_app
 def ask(app: AppContext, question: str, mode: str, sources: tuple[str, ...], all_sources: bool, top_n: int,
-        max_rounds: int, max_llm_calls: int, level: int | None, as_json: bool, quiet: bool) -> None:
+        max_rounds: int, max_llm_calls: int, level: int | None, history_file: str | None, general_knowledge: bool,
+        as_json: bool, quiet: bool) -> None:
     """Answer a question from the knowledge base, citing the chunks it used (needs SAG_LLM).
 
     Example:
@@ -51,13 +57,22 @@ def ask(app: AppContext, question: str, mode: str, sources: tuple[str, ...], all
             raise click.UsageError(f"{', '.join(given)}: only with --mode deep")
     if level is not None and mode not in ("global", "drift"):
         raise click.UsageError("--level: only with --mode global or drift")
+    if history_file is not None and mode not in ("local", "global", "drift"):
+        raise click.UsageError("--history: only with --mode local, global or drift")
+    if general_knowledge and mode != "global":
+        raise click.UsageError("--general-knowledge: only with --mode global")
     refuse_source_with_all_sources(all_sources, "sources")
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
     deep: dict[str, Any] = {"max_rounds": max_rounds, "max_llm_calls": max_llm_calls} if mode == "deep" else {}
-    if level is not None:
+    if level is not None or general_knowledge:
         from ..graphrag import DriftParams, GlobalParams
 
-        deep["params"] = GlobalParams(level=level) if mode == "global" else DriftParams(level=level)
+        deep["params"] = (GlobalParams(level=level, allow_general_knowledge=general_knowledge) if mode == "global"
+                          else DriftParams(level=level))
+    if history_file is not None:
+        from ..graphrag.history import load_history
+
+        deep["history"] = load_history(history_file)
     answer = app.sag().ask(question, mode=mode, source=source, top_n=top_n, **deep)
     if as_json:
         echo_json(answer.to_dict())

@@ -9,7 +9,7 @@ from ._common import SEED, AppContext, count, echo_json, pass_app, refuse_source
 
 @click.group()
 def communities() -> None:
-    """GraphRAG communities: a Louvain hierarchy over the event clustering, with a report per community.
+    """GraphRAG communities: a hierarchical Leiden hierarchy over the event clustering, a report per community.
 
     Example:
 
@@ -22,7 +22,12 @@ def communities() -> None:
               help="The source whose events are grouped.")
 @click.option("--all-sources", is_flag=True, help="Group the events of every source into one hierarchy.")
 @click.option("--max-levels", type=count(1), default=3, show_default=True,
-              help="The coarsest levels of Louvain's dendrogram kept.")
+              help="The coarsest levels kept (3: levels 0-2; global search reads level 2 by default).")
+@click.option("--method", type=click.Choice(["leiden", "louvain"]), default="leiden", show_default=True,
+              help="leiden: GraphRAG's hierarchical Leiden (communities larger than --max-cluster-size are split "
+                   "again, one level deeper). louvain: python-louvain's dendrogram.")
+@click.option("--max-cluster-size", type=count(1), default=10, show_default=True,
+              help="leiden: the largest community that is not split again (GraphRAG's default 10).")
 @click.option("--min-report-size", type=count(1), default=2, show_default=True,
               help="Communities with fewer events get no report.")
 @click.option("--alpha", type=click.FloatRange(0, 1), default=0.7, show_default=True,
@@ -32,14 +37,15 @@ def communities() -> None:
 @click.option("--semantic-k", type=count(0), default=10, show_default=True,
               help="Nearest events per event for semantic edges (0: keys only).")
 @click.option("--resolution", type=click.FloatRange(0, 1_000, min_open=True), default=1.0, show_default=True,
-              help="Louvain resolution.")
-@click.option("--seed", type=SEED, default=42, show_default=True, help="Louvain random state.")
+              help="Leiden / Louvain resolution.")
+@click.option("--seed", type=SEED, default=None,
+              help="Random seed (default: Leiden GraphRAG's 0xDEADBEEF, Louvain 42).")
 @click.option("--offline", is_flag=True, help="Extractive reports even when an LLM is configured.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build as JSON.")
 @pass_app
-def build(app: AppContext, source: str | None, all_sources: bool, max_levels: int, min_report_size: int,
-          alpha: float, threshold: float, semantic_k: int, resolution: float, seed: int, offline: bool,
-          as_json: bool) -> None:
+def build(app: AppContext, source: str | None, all_sources: bool, max_levels: int, method: str,
+          max_cluster_size: int, min_report_size: int, alpha: float, threshold: float, semantic_k: int,
+          resolution: float, seed: int | None, offline: bool, as_json: bool) -> None:
     """Build (or rebuild) the hierarchy and the reports; reports of unchanged communities are reused.
 
     Example:
@@ -48,9 +54,12 @@ def build(app: AppContext, source: str | None, all_sources: bool, max_levels: in
     """
     from ..cluster import ClusterParams, EventSelection
     from ..graphrag import BuildParams
+    from ..graphrag.hierarchy import GRAPHRAG_SEED
 
     params = BuildParams(cluster=ClusterParams(alpha=alpha, edge_threshold=threshold, semantic_k=semantic_k,
-                                               resolution=resolution, random_state=seed),
+                                               resolution=resolution, random_state=42 if seed is None else seed),
+                         method=method, max_cluster_size=max_cluster_size,
+                         leiden_seed=GRAPHRAG_SEED if seed is None else seed,
                          max_levels=max_levels, min_report_size=min_report_size)
     refuse_source_with_all_sources(all_sources)
     result = app.sag().build_communities(EventSelection(source=None if all_sources else source), params,

@@ -45,7 +45,18 @@ def print_trail(console: Console, trail: dict[str, Any], *, events: int = 15) ->
                    show_lines=False)
     for column in ("event", "hop", "relevance", "similarity", "time", "preference", "score"):
         scores.add_column(column)
-    for e in trail.get("events", [])[:events]:
+    scored = trail.get("events", [])
+    for e in scored[:events]:
         scores.add_row(str(e["event_id"]), str(e["hop"]), f"{e['relevance']:.3f}", f"{e['similarity']:.3f}",
                        f"{e['time_decay']:.3f}", f"{e['preference']:.2f}", f"{e['score']:.3f}")
     console.print(scores)
+    if scored:
+        # How much each factor varies over all the scored events (the table shows the best only).
+        spans = [f"{label} {min(e[name] for e in scored):.2f}-{max(e[name] for e in scored):.2f}"
+                 for label, name in (("relevance", "relevance"), ("similarity", "similarity"),
+                                     ("time", "time_decay"), ("preference", "preference"))]
+        if not trail.get("focus"):
+            spans[-1] += " (no focus: 0.5 for every event)"
+        console.print(f"[dim]factors over {len(scored)} events:[/dim] " + ", ".join(spans) + "; time decays from "
+                      "an event's own time (its date, else its latest time key), else its ingest time",
+                      highlight=False)

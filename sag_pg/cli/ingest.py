@@ -169,7 +169,11 @@ def stats(app: AppContext, source: str | None, as_json: bool) -> None:
 @click.command("source")
 @click.argument("name", callback=source_name)
 @click.option("--key-type", "key_types", multiple=True, metavar="TYPE=WEIGHT",
-              help="A key type the extractor may use, with its weight (repeatable; replaces the list).")
+              help="A key type the extractor may use, with its weight in SAG's retrieval (repeatable; replaces the "
+              "list).")
+@click.option("--dataflow-type-weight", "dataflow_weights", multiple=True, metavar="TYPE=WEIGHT",
+              help="DataFlow's weight of an entity type (repeatable), over the seed's topic 1.5, action 1.2, "
+              "person 1.1, location 1, tag 1, time 0.9.")
 @click.option("--synonyms", type=click.Path(exists=True, dir_okay=False),
               help='JSON object {"alias": "canonical name", ...}: aliases converge on the canonical key; stored '
               "documents holding an alias are re-ingested so their keys merge too (see --no-apply).")
@@ -188,10 +192,12 @@ def stats(app: AppContext, source: str | None, as_json: bool) -> None:
               help="Undo a link between two keys (repeatable); ingestion does not derive it again.")
 @click.option("--json", "as_json", is_flag=True, help="With --aliases: print JSON.")
 @pass_app
-def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str | None, no_apply: bool,
+def source(app: AppContext, name: str, key_types: tuple[str, ...], dataflow_weights: tuple[str, ...],
+           synonyms: str | None, no_apply: bool,
            align_trigram: float | None, align_vector: float | None, create: bool, delete: bool, yes: bool,
            list_aliases: bool, add_aliases: str | None, unalias: tuple[str, ...], as_json: bool) -> None:
-    """Show, change, create or delete a source (its key types, synonyms, key alignment, key aliases).
+    """Show, change, create or delete a source (its key types, DataFlow's type weights, synonyms, key alignment,
+    key aliases).
 
     Example:
 
@@ -206,7 +212,8 @@ def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str
                        as_json=as_json)
         return
     if delete:
-        if key_types or synonyms or align_trigram is not None or align_vector is not None or create:
+        if (key_types or dataflow_weights or synonyms or align_trigram is not None or align_vector is not None
+                or create):
             raise click.UsageError("--delete takes no other setting")
         if not yes and sys.stdin.isatty():
             click.confirm(f"delete source {name!r} with all its documents?", abort=True)
@@ -214,19 +221,13 @@ def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str
         click.echo(f"deleted source {name}: {gone['documents']} documents, {gone['chunks']} chunks, "
                    f"{gone['events']} events, {gone['keys']} keys")
         return
-    types = None
-    if key_types:
-        types = {}
-        for item in key_types:
-            type_name, _, weight = item.partition("=")
-            try:
-                types[type_name.strip()] = float(weight or 1.0)
-            except ValueError:
-                raise click.BadParameter(f"{item!r}: expected TYPE=WEIGHT", param_hint="--key-type") from None
+    types = _type_weights(key_types, "--key-type") if key_types else None
+    dataflow_types = _type_weights(dataflow_weights, "--dataflow-type-weight") if dataflow_weights else None
     table = _synonym_table(synonyms) if synonyms else None
     alignment = {k: v for k, v in (("trigram", align_trigram), ("vector", align_vector)) if v is not None} or None
     sag = app.sag()
-    config = sag.configure_source(name, key_types=types, synonyms=table, alignment=alignment, create=create)
+    config = sag.configure_source(name, key_types=types, synonyms=table, alignment=alignment, create=create,
+                                  dataflow_type_weights=dataflow_types)
     reingested = sag.apply_synonyms(name) if table and not no_apply else []
     if table:
         click.echo(f"synonyms: {len(table)} aliases; " + (
@@ -246,3 +247,15 @@ def _synonym_table(path: str) -> dict[str, str]:
     if not isinstance(table, dict):
         raise click.BadParameter(f"{path}: expected a JSON object", param_hint="--synonyms")
     return table
+
+
+def _type_weights(items: tuple[str, ...], option: str) -> dict[str, float]:
+    """TYPE=WEIGHT items as a dict (a missing weight is 1)."""
+    types: dict[str, float] = {}
+    for item in items:
+        type_name, _, weight = item.partition("=")
+        try:
+            types[type_name.strip()] = float(weight or 1.0)
+        except ValueError:
+            raise click.BadParameter(f"{item!r}: expected TYPE=WEIGHT", param_hint=option) from None
+    return types

@@ -31,7 +31,7 @@ from .dataflow_trail import print_trail, search_arguments
                    "how the chunk was found (k: through its keys, v: by vector, t: by its words), direct match: "
                    "the question names one of its keys (such chunks keep a place among the first three).")
 @click.option("--strategy", type=click.Choice(["sag", "dataflow", "local"]), default="sag", show_default=True,
-              help="sag: SAG's retrieval. dataflow: DataFlow activation (docs/retrieval.md). local: GraphRAG local "
+              help="sag: SAG's retrieval. dataflow: DataFlow activation (docs/dataflow.md). local: GraphRAG local "
                    "search's context tables (needs `sag-pg communities build` for reports).")
 @click.option("--depth", type=count(0), help="dataflow: hops of the propagation [default: 3].")
 @click.option("--breadth", type=count(1), help="dataflow: events kept per event and hop [default: 5].")

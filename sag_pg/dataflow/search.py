@@ -13,7 +13,7 @@ the question's entities (step 0, weight = their type's weight); ``trail`` is the
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ __all__ = ["DataflowParams", "DataflowResult", "dataflow_search"]
 
 @dataclass(frozen=True)
 class DataflowParams:
-    """The knobs of ``sag.dataflow_search`` with the seed's defaults (docs/retrieval.md, DataFlow).
+    """The knobs of ``sag.dataflow_search`` with the seed's defaults (docs/dataflow.md).
 
     ``depth``, ``breadth``, ``threshold``: the BFS (seed §6: 3, 5, 0.5); ``decay``: activation kept per hop;
     ``focus``: preferred topics/tags (None: the sources' config ``focus``); ``score_weights``: relevance, vector,
@@ -40,7 +40,9 @@ class DataflowParams:
     the widest gap between two recalled chunks of a document that completion fills; ``specificity``: names
     count by their IDF in the matches (False: the seed's unweighted formulas); ``lexical_discount``: the
     score's vector weight keeps only what the embedder adds beyond the words when BM25 is fused (scaled by 1 -
-    its lexical redundancy; False: ``score_weights`` as given)."""
+    its lexical redundancy; False: ``score_weights`` as given); ``type_weights``: entity-type weights for this
+    search over DataFlow's own (the seed's ENTITY_TYPE_WEIGHTS and the sources' ``dataflow_type_weights``
+    setting, ``sag-pg source --dataflow-type-weight``; SAG's ``key_types`` are not used)."""
 
     depth: int = 3
     breadth: int = 5
@@ -57,15 +59,17 @@ class DataflowParams:
     key_match_top_k: int = 5
     key_min_similarity: float = 0.6
     text_weight: float = 0.5
-    time_basis: str = "ingest"
+    time_basis: str = "own"
     text_seeds: bool = False
     specificity: bool = True
-    lexical_discount: bool = True
+    lexical_discount: bool = False
+    type_weights: Mapping[str, float] | None = None
 
     def sql_arguments(self) -> dict[str, Any]:
         args = asdict(self)
         del args["focus"]
         args["score_weights"] = list(self.score_weights)
+        args["type_weights"] = dict(self.type_weights) if self.type_weights is not None else None
         return args
 
 

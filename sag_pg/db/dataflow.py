@@ -14,6 +14,7 @@ import numpy.typing as npt
 import psycopg
 from psycopg import sql
 from psycopg.adapt import PyFormat
+from psycopg.types.json import Jsonb
 
 from .retrieval import _ensure_vector_dumper
 
@@ -34,6 +35,8 @@ def dataflow_search(conn: psycopg.Connection, query: str, query_embedding: npt.N
         "entity_types": list(entity_types) if entity_types is not None else None,
         "focus": list(focus) if focus is not None else None, **params,
     }
+    if args.get("type_weights") is not None:
+        args["type_weights"] = Jsonb({str(k): float(v) for k, v in dict(args["type_weights"]).items()})
     call = sql.SQL("select sag.dataflow_search({})").format(sql.SQL(", ").join(
         sql.SQL("{} => {}").format(sql.Identifier(name), sql.Placeholder(name, PyFormat.BINARY)
                                    if name == "query_embedding" else sql.Placeholder(name))

@@ -222,13 +222,23 @@ def local_context(conn: psycopg.Connection, query: str, query_embedding: npt.NDA
     return dict(row[0])
 
 
-def report_batches(conn: psycopg.Connection, *, source: str | None, level: int, max_tokens: int,
-                   run_id: int | None = None, min_rating: float = 0.0) -> list[dict[str, Any]]:
+def default_level(conn: psycopg.Connection, source: str | None, level: int | None = None,
+                  run_id: int | None = None) -> int:
+    """sag.community_level: ``level``, else GraphRAG's 2 (or the deepest level there is)."""
+    row = conn.execute("select sag.community_level(source => %s, level => %s, run_id => %s)",
+                       [source, level, run_id]).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def report_batches(conn: psycopg.Connection, *, source: str | None, level: int | None, max_tokens: int,
+                   run_id: int | None = None, min_rating: float = 0.0, shuffle: bool = True,
+                   seed: int = 86) -> list[dict[str, Any]]:
     """sag.report_batches."""
     rows = conn.execute(
         "select batch, report_ids, context, tokens from sag.report_batches(source => %s, level => %s, "
-        "max_tokens => %s, run_id => %s, min_rating => %s)",
-        [source, level, max_tokens, run_id, min_rating]).fetchall()
+        "max_tokens => %s, run_id => %s, min_rating => %s, shuffle => %s, seed => %s)",
+        [source, level, max_tokens, run_id, min_rating, shuffle, seed]).fetchall()
     return [{"batch": r[0], "report_ids": list(r[1]), "context": r[2], "tokens": r[3]} for r in rows]
 
 

@@ -1,14 +1,14 @@
 """GraphRAG's query side over the sag-pg knowledge base (issue 19, ../shared/seeds/graphrag-query.md).
 
-    sag-pg communities build --source demo            # Louvain hierarchy + a report per community
+    sag-pg communities build --source demo            # Leiden hierarchy + a report per community
     sag-pg search "Who founded Apple?" --strategy local --json   # local search context tables (no LLM)
     sag-pg ask "What are the main themes?" --mode global        # map-reduce over reports (SAG_LLM)
 
 Entities are keys, relationships are keys held by the same event, text units are chunks, communities are
-Louvain's dendrogram levels over the event clustering graph (``sag.clusters`` with ``level``/``parent_id``),
-and their reports live in ``sag.community_reports``.
+hierarchical Leiden's levels (GraphRAG's, max community size 10) over the event clustering graph
+(``sag.clusters`` with ``level``/``parent_id``), and their reports live in ``sag.community_reports``.
 
-Modules: :mod:`.hierarchy` (dendrogram levels), :mod:`.reports` (LLM or extractive reports), :mod:`.build`
+Modules: :mod:`.hierarchy` (Leiden or Louvain levels), :mod:`.reports` (LLM or extractive reports), :mod:`.build`
 (the whole build, incremental by membership hash), :mod:`.local`, :mod:`.global_search`, :mod:`.drift`,
 :mod:`.ask` (``SAG.ask`` modes), :mod:`.result` (answer and token accounting), :mod:`.schemas`.
 """

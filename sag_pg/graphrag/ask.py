@@ -18,6 +18,7 @@ from ..errors import QueryError, error_for_sqlstate
 from ..llm import LLM
 from .drift import DriftParams, drift_search
 from .global_search import GlobalParams, global_search
+from .history import parse_history
 from .local import LocalParams, local_search
 from .result import GraphRAGAnswer
 
@@ -53,21 +54,25 @@ def sql_errors() -> Iterator[None]:
 
 def graphrag_ask(db: Database, embedder: Embedder, llm: LLM | None, question: str, *, mode: str,
                  source: str | Sequence[str] | None, params: LocalParams | GlobalParams | DriftParams | None = None,
-                 concurrency: int = 4, prompts_dir: Path | None = None) -> GraphRAGAnswer:
-    """Answer with GraphRAG's local, global or DRIFT search; ConfigError naming SAG_LLM without an LLM."""
+                 concurrency: int = 4, prompts_dir: Path | None = None,
+                 history: Sequence[Any] | None = None) -> GraphRAGAnswer:
+    """Answer with GraphRAG's local, global or DRIFT search; ConfigError naming SAG_LLM without an LLM.
+    ``history``: the conversation so far, ``[{"role": "user" | "assistant", "content": ...}]``
+    (:mod:`.history`)."""
     if mode not in MODES:
         raise QueryError(f"unknown GraphRAG mode {mode!r}: use {', '.join(MODES)}")
+    turns = parse_history(history)
     metered = MeteredLLM(require_llm(llm, f"{mode} search"))
     name = one_source(source)
     with sql_errors(), db.connect() as conn:
         if mode == "local":
             return local_search(conn, embedder, metered, question, name, _params(params, LocalParams),
-                                prompts_dir=prompts_dir)
+                                prompts_dir=prompts_dir, history=turns)
         if mode == "global":
             return global_search(conn, metered, question, name, _params(params, GlobalParams),
-                                 concurrency=concurrency, prompts_dir=prompts_dir)
+                                 concurrency=concurrency, prompts_dir=prompts_dir, history=turns)
         return drift_search(conn, embedder, metered, question, name, _params(params, DriftParams),
-                            concurrency=concurrency, prompts_dir=prompts_dir)
+                            concurrency=concurrency, prompts_dir=prompts_dir, history=turns)
 
 
 def _params(given: Any, kind: type) -> Any:

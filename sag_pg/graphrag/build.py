@@ -1,8 +1,9 @@
-"""``sag-pg communities build``: the clustering graph → Louvain's dendrogram → stored hierarchy → reports.
+"""``sag-pg communities build``: the clustering graph → hierarchical Leiden → stored hierarchy → reports.
 
 1. The graph is the clustering's (:func:`sag_pg.cluster.cluster_events` with ``store=False``: the same
    selection, pairs, fusion and threshold as ``sag-pg cluster``).
-2. Its dendrogram levels (:mod:`.hierarchy`) are stored as one run of ``sag.cluster_runs``
+2. Its levels (:mod:`.hierarchy`: GraphRAG's hierarchical Leiden with a maximum community size, or Louvain's
+   dendrogram) are stored as one run of ``sag.cluster_runs``
    (``params.kind = 'hierarchy'``) with each community's level, parent and membership hash.
 3. Reports, incrementally: ``sag.reuse_community_reports`` copies the report of every community whose
    membership (hash of its event ids) already had one, in an earlier hierarchy or one level up; only the rest
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..cluster import ClusterParams, EventSelection, cluster_events
+from ..cluster import graph as g
 from ..cluster.titles import TopKey, offline_title, top_keys
 from ..db import cluster as cluster_sql
 from ..db import graphrag as store
@@ -29,7 +31,7 @@ from ..db.connection import Database
 from ..embedders import Embedder
 from ..errors import InputError
 from ..llm import LLM
-from .hierarchy import dendrogram_levels, parents
+from .hierarchy import GRAPHRAG_SEED, dendrogram_levels, leiden_levels, parents
 from .reports import Draft, extractive_report, llm_report
 
 __all__ = ["BuildParams", "BuildResult", "build_communities"]
@@ -37,11 +39,16 @@ __all__ = ["BuildParams", "BuildResult", "build_communities"]
 
 @dataclass(frozen=True)
 class BuildParams:
-    """``max_levels``: the coarsest levels kept (None: all of the dendrogram); ``min_report_size``: smaller
-    communities get no report; ``digest_events``: events a report is written from; ``top_keys``: keys kept per
-    community (its findings)."""
+    """``method``: ``leiden`` (GraphRAG's hierarchical Leiden: ``max_cluster_size`` 10, seed ``leiden_seed``
+    0xDEADBEEF, as GraphRAG's ``cluster_graph``) or ``louvain`` (python-louvain's dendrogram, seed
+    ``cluster.random_state``); ``max_levels``: the coarsest levels kept (None: all; 3 keeps levels 0-2, GraphRAG's
+    default query level 2 being the finest); ``min_report_size``: smaller communities get no report;
+    ``digest_events``: events a report is written from; ``top_keys``: keys kept per community (its findings)."""
 
     cluster: ClusterParams = field(default_factory=ClusterParams)
+    method: str = "leiden"
+    max_cluster_size: int = 10
+    leiden_seed: int = GRAPHRAG_SEED
     max_levels: int | None = 3
     min_report_size: int = 2
     digest_events: int = 40
@@ -49,6 +56,10 @@ class BuildParams:
 
     def validate(self) -> None:
         self.cluster.validate()
+        if self.method not in ("leiden", "louvain"):
+            raise InputError(f"method must be leiden or louvain, got {self.method!r}")
+        if self.max_cluster_size < 1:
+            raise InputError(f"max_cluster_size must be >= 1, got {self.max_cluster_size}")
         if self.max_levels is not None and self.max_levels < 1:
             raise InputError(f"max_levels must be >= 1, got {self.max_levels}")
         if self.min_report_size < 1:
@@ -95,10 +106,15 @@ def build_communities(db: Database, embedder: Embedder, selection: EventSelectio
 
     clustering = cluster_events(db, selection, params.cluster, store=False)
     phase("graph")
-    levels = dendrogram_levels(clustering.graph, resolution=params.cluster.resolution,
-                               random_state=params.cluster.random_state, max_levels=params.max_levels)
+    if params.method == "leiden":
+        levels = leiden_levels(clustering.graph, max_cluster_size=params.max_cluster_size,
+                               resolution=params.cluster.resolution, seed=params.leiden_seed,
+                               max_levels=params.max_levels)
+    else:
+        levels = dendrogram_levels(clustering.graph, resolution=params.cluster.resolution,
+                                   random_state=params.cluster.random_state, max_levels=params.max_levels)
     up = parents(levels)
-    phase("dendrogram")
+    phase("hierarchy")
 
     ids = np.asarray(clustering.event_ids, dtype=np.int64)
     key_types = list(params.cluster.key_types) if params.cluster.key_types is not None else None
@@ -128,8 +144,11 @@ def build_communities(db: Database, embedder: Embedder, selection: EventSelectio
         with conn.transaction():
             run_id = store.store_hierarchy(
                 conn, source_id=clustering.source_id, event_count=clustering.event_count,
-                modularity=clustering.modularity, communities=communities,
+                modularity=g.modularity(clustering.graph, {e: i for i, m in enumerate(levels[0]) for e in m}),
+                communities=communities,
                 params={"params": params.cluster.to_dict(), "selection": selection.describe(),
+                        "method": params.method, "max_cluster_size": params.max_cluster_size,
+                        "leiden_seed": params.leiden_seed,
                         "max_levels": params.max_levels, "min_report_size": params.min_report_size})
             reused = store.reuse_community_reports(conn, run_id)
         phase("store")

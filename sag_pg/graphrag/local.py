@@ -24,6 +24,7 @@ from ..db import graphrag as store
 from ..embedders import Embedder
 from ..embedders.base import embed_queries
 from ..errors import QueryError
+from .history import Turn, prefixed, with_earlier_questions
 from .result import GraphRAGAnswer
 
 __all__ = ["LocalParams", "build_local_context", "local_answer", "local_search"]
@@ -71,10 +72,15 @@ def local_answer(llm: MeteredLLM, query: str, context: dict[str, Any], *, respon
 
 
 def local_search(conn: psycopg.Connection, embedder: Embedder, llm: MeteredLLM, question: str, source: str | None,
-                 params: LocalParams = LocalParams(), *, prompts_dir: Path | None = None) -> GraphRAGAnswer:
-    """Context tables, then the LLM's answer from them."""
+                 params: LocalParams = LocalParams(), *, prompts_dir: Path | None = None,
+                 history: list[Turn] | None = None) -> GraphRAGAnswer:
+    """Context tables, then the LLM's answer from them.  With a ``history`` (:mod:`.history`), entities are
+    matched with the question and the earlier questions, and the history table goes before the tables."""
     started = time.perf_counter()
-    context = build_local_context(conn, embedder, question, source, params)
+    turns = list(history or [])
+    context = build_local_context(conn, embedder, with_earlier_questions(question, turns), source, params)
+    if turns:
+        context = {**context, "context_text": prefixed(context.get("context_text") or "(no data)", turns)}
     text = local_answer(llm, question, context, response_type=params.response_type, prompts_dir=prompts_dir)
     return GraphRAGAnswer(question=question, mode="local", text=text, context=context, calls=list(llm.records),
                           seconds=time.perf_counter() - started)

@@ -247,8 +247,10 @@ comment on function sag.match_keys(@extschema:vector@.vector, bigint[], integer,
 --     events, so without it the generic keys a question's neighbourhood shares (工程师, 研究, 2022, "film")
 --     outweigh the rare name that bridges two documents.  corpus_events NULL: 1.
 --   * the key type's weight of the key's source (sources.config -> key_types, `sag-pg source --key-type`),
---     by default dataflow-activation's: person, organization, location 1, topic 0.8, time and tag 0.6,
---     action 0.5; other types 1.
+--     by default SAG's own (sag_pg.types.DEFAULT_KEY_TYPES, written into every source ingest creates):
+--     person, organization, location 1, topic 0.8, time and tag 0.6, action 0.5; other types 1.  These are
+--     not dataflow-activation's ENTITY_TYPE_WEIGHTS (topic 1.5, action 1.2, person 1.1, ...): DataFlow keeps
+--     those as its own setting (sag.dataflow_type_weights, config -> dataflow_type_weights).
 create or replace function sag_internal._key_weight(key_type text, event_count integer, corpus_events bigint,
                                            key_types jsonb default null)
 returns float8

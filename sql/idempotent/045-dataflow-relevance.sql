@@ -1,15 +1,18 @@
 -- DataFlow activation (../shared/seeds/dataflow-activation.md), part 1: typed entity weights and the relevance
 -- of two events.  Re-applied on every upgrade.  DataFlow is the second retrieval strategy: it reads the same
 -- tables as SAG (sag.events are the seed's SourceEvent, sag.keys its Entity, sag.event_keys its event_entity,
--- sag.chunks its ArticleChunk) and adds no table.  docs/retrieval.md ("DataFlow") gives the formulas.
+-- sag.chunks its ArticleChunk) and adds no table.  docs/dataflow.md gives the formulas.
 --
 --   045 weights and relevance   046 query entities and multi-dimension matching   047 propagation (BFS)
 --   048 the four-factor score and weighted RRF   049 chunk recall and completion, sag.dataflow_search
 
 -- The seed's ENTITY_TYPE_WEIGHTS (§4.2): topic 1.5, action 1.2, person 1.1, location 1.0, tag 1.0, time 0.9;
 -- any other type (organization, the LLM extractor's own types) 1.0 as the seed's entity_weights.get(type, 1.0).
--- A source's config -> key_types (`sag-pg source --key-type`) overrides them; several sources with different
--- weights for a type: their mean.
+-- A source's config -> dataflow_type_weights (`sag-pg source --dataflow-type-weight`) overrides them; several
+-- sources with different weights for a type: their mean.  DataFlow's weights are its own setting: a source's
+-- config -> key_types (`sag-pg source --key-type`, topic 0.8, action 0.5, time and tag 0.6 for every source
+-- ingest creates) are SAG's key weights (sag_internal._key_weight) and do not reach DataFlow (issue 34.2: read as
+-- an override they changed 73 % of the event-pair relevances and cost MuSiQue R@5).
 create or replace function sag.dataflow_type_weights(source_ids bigint[] default null)
 returns jsonb
 language sql stable
@@ -19,15 +22,19 @@ as $$
         || coalesce((select jsonb_object_agg(t.type, t.weight)
                        from (select e.key as type, avg((e.value #>> '{}')::float8) as weight
                                from sag.sources s
-                              cross join lateral jsonb_each(coalesce(s.config -> 'key_types', '{}')) e
+                              cross join lateral jsonb_each(case when jsonb_typeof(s.config -> 'dataflow_type_weights')
+                                                                      = 'object'
+                                                                 then s.config -> 'dataflow_type_weights'
+                                                                 else '{}'::jsonb end) e
                               where (source_ids is null or s.id = any (source_ids))
                                 and jsonb_typeof(e.value) = 'number'
                               group by e.key) t), '{}'::jsonb)
 $$;
 comment on function sag.dataflow_type_weights(bigint[]) is
-    'DataFlow''s entity-type weights (seed §4.2) for the given sources (NULL = all): time 0.9, location 1.0, '
-    'person 1.1, topic 1.5, action 1.2, tag 1.0, overridden by the sources'' config -> key_types (mean over '
-    'sources); a type not listed weighs 1.0.  Example: select sag.dataflow_type_weights();';
+    'DataFlow''s entity-type weights (seed §4.2 ENTITY_TYPE_WEIGHTS) for the given sources (NULL = all): time '
+    '0.9, location 1.0, person 1.1, topic 1.5, action 1.2, tag 1.0, overridden by the sources'' config -> '
+    'dataflow_type_weights (mean over sources); a type not listed weighs 1.0.  SAG''s key weights (config -> '
+    'key_types) are a separate setting and are not read here.  Example: select sag.dataflow_type_weights();';
 
 -- The weight of one type under such a map (1.0 when the map does not name it).
 create or replace function sag_internal._dataflow_type_weight(key_type text, type_weights jsonb)

@@ -14,8 +14,29 @@ as $$
 $$;
 comment on function sag.dataflow_time_decay(timestamptz, timestamptz, float8) is
     'DataFlow time decay (seed §7.2): exp(-decay_per_day * whole days from at to now_at), 1 for a time not in '
-    'the past.  sag.dataflow_search passes an event''s event_time, else its created_at (ingest time).  '
+    'the past.  sag.dataflow_search passes an event''s own time (event_time, else the latest year of its time '
+    'keys), else its created_at (ingest time).  '
     'Example: select sag.dataflow_time_decay(now() - interval ''100 days'');  -- e^-1';
+
+-- An event's own time (issue 34.3): its event_time (the date the extractor found in it), else the latest year of
+-- its time keys (value_number, e.g. 1843 for "1843", -100 for "100 BC"; January 1st), else NULL (the caller falls
+-- back to the ingest time).  The seed decays by SourceEvent.created_time; an event's own time is what the
+-- issue asks for "where it has one".
+create or replace function sag_internal._dataflow_event_time(source_id bigint, event_id bigint)
+returns timestamptz
+language sql stable
+set search_path = pg_catalog, sag, pg_temp
+as $$
+    select coalesce(
+        (select e.event_time from sag.events e
+          where e.source_id = _dataflow_event_time.source_id and e.id = _dataflow_event_time.event_id),
+        (select max(make_timestamptz(case when y = 0 then 1 else y end, 1, 1, 0, 0, 0, 'UTC'))
+           from (select greatest(-4713, least(294000, floor(k.value_number)))::integer as y
+                   from sag.event_keys ek
+                   join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
+                  where ek.source_id = _dataflow_event_time.source_id and ek.event_id = _dataflow_event_time.event_id
+                    and k.type = 'time' and k.value_number is not null) t))
+$$;
 
 -- User preference (seed §7.2 calculate_preference_score): 0.5, + 0.3 when a focus name is one of the event's
 -- topic keys, + 0.2 when one is one of its tag keys, at most 1.  Focus names are compared folded
@@ -80,7 +101,7 @@ comment on function sag.dataflow_rrf(bigint[], bigint[], float8, float8, integer
     'first) + second_weight / (k + rank in the second), a list not holding the id adding 0; best first.  '
     'Example: select * from sag.dataflow_rrf(array[1, 2], array[2, 3]);';
 
--- The score weights with the vector factor's lexical part taken out (not in the seed; docs/retrieval.md,
+-- The score weights with the vector factor's lexical part taken out (not in the seed; docs/dataflow.md,
 -- DataFlow): w2' = w2 · (1 - r), r = the embedder's redundancy (sag.similarity_floors: how much of its cosine a
 -- bag of words already says, the rest discounted by its reliability; 1 for the hash embedder, 0.12-0.27 for
 -- MiniLM and E5 in English).  sag.dataflow_search passes it as lexical_redundancy.  When BM25's

@@ -77,8 +77,10 @@ comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bi
 --      relevance; 0 without a shared type);
 --   4. propagation: sag.dataflow_propagate from them (depth, breadth, threshold, decay);
 --   5. score of every reached event: sag.dataflow_score(activation, similarity to the query, time decay of
---      event_time else created_at, preference for focus) with score_weights, whose vector weight, with
---      lexical_discount, keeps only what the cosine adds beyond the words (sag.dataflow_score_weights);
+--      the event's own time (time_basis 'own', the default: event_time, else its latest time key; an event
+--      without one gets the median decay of those with one), preference for focus) with score_weights (the
+--      seed's 0.3/0.3/0.2/0.2), whose vector weight, with lexical_discount (off by default), keeps only what
+--      the cosine adds beyond the words (sag.dataflow_score_weights);
 --   6. chunks: sag.dataflow_chunks of the events (top_n, completion up to max_gap).
 -- Returns jsonb: entities, type_weights, score_weights (used), lexical_redundancy, redundancy (the one used:
 -- sag.similarity_floors), structured and vector lists,
@@ -92,6 +94,10 @@ drop function if exists sag.dataflow_search(text, @extschema:vector@.vector, big
                                             float8, text[], float8[], float8, float8, integer, integer, integer,
                                             integer, integer, integer, boolean, integer, float8, float8, float8,
                                             float8, timestamptz, float8, text, boolean, boolean);  -- + lexical_discount
+drop function if exists sag.dataflow_search(text, @extschema:vector@.vector, bigint[], text[], text[], integer, integer, integer, float8,
+                                            float8, text[], float8[], float8, float8, integer, integer, integer,
+                                            integer, integer, integer, boolean, integer, float8, float8, float8,
+                                            float8, timestamptz, float8, text, boolean, boolean, boolean);  -- + type_weights
 create or replace function sag.dataflow_search(
     query text,
     query_embedding @extschema:vector@.vector,
@@ -121,10 +127,11 @@ create or replace function sag.dataflow_search(
     decay_per_day float8 default 0.01,
     now_at timestamptz default null,
     text_weight float8 default 0.5,
-    time_basis text default 'ingest',
+    time_basis text default 'own',
     text_seeds boolean default false,
     specificity boolean default true,
-    lexical_discount boolean default true)
+    lexical_discount boolean default false,
+    type_weights jsonb default null)
 returns jsonb
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -176,15 +183,16 @@ begin
                               message = format('sag.dataflow_search: text_weight must be in [0, 1), got %s',
                                                text_weight);
     end if;
-    if (time_basis in ('event', 'ingest')) is not true then
+    if (time_basis in ('event', 'own', 'ingest')) is not true then
         raise exception using errcode = '22023',
-                              message = format('sag.dataflow_search: time_basis must be event or ingest, got %s',
+                              message = format('sag.dataflow_search: time_basis must be event, own or ingest, got %s',
                                                time_basis);
     end if;
     list_limit := coalesce(list_limit, 4 * top_n);       -- seed: sql_search/vector_search top_k * 2, top_k = 2 top_n
     initial_limit := coalesce(initial_limit, 2 * top_n); -- seed: hybrid_search(top_k = config.top_k * 2)
     now_at := coalesce(now_at, now());
-    weights := sag.dataflow_type_weights(source_ids);
+    -- DataFlow's own type weights (the seed's, the sources' config -> dataflow_type_weights), then the call's.
+    weights := sag.dataflow_type_weights(source_ids) || coalesce(type_weights, '{}'::jsonb);
     select c.hub_events, c.events into hub, corpus from sag.calibration(source_ids) c limit 1;
     if not specificity then
         corpus := null;  -- every name counts 1: the seed's formulas
@@ -290,15 +298,30 @@ begin
         select (x ->> 'event_id')::bigint as event_id, (x ->> 'hop')::integer as hop,
                (x ->> 'activation')::float8 as activation
           from jsonb_array_elements(reached) x),
-    factors as (
+    timed as (
         select r.event_id, r.hop, e.chunk_id, r.activation as relevance,
                coalesce(nullif(greatest(0, (1 - (e.embedding operator(@extschema:vector@.<=>) query_embedding) - floors.event)
                                            / (1 - floors.event)), 'NaN'::float8), 0) as similarity,
-               sag.dataflow_time_decay(case when time_basis = 'event' then coalesce(e.event_time, e.created_at)
-                                            else e.created_at end, now_at, decay_per_day) as time_decay,
+               case when time_basis in ('event', 'own') then sag_internal._dataflow_event_time(e.source_id, e.id)
+               end as own_time,
+               e.created_at,
                case when cardinality(coalesce(focus, '{}')) = 0 then 0.5
                     else sag.dataflow_preference(r.event_id, focus) end as preference
           from r join sag.events e on e.id = r.event_id),
+    factors as (
+        -- 'event': the event's own time, else its ingest time.  'own': an event without a time of its own gets
+        -- the median decay of the scored events that have one (neither favoured nor penalised for having no
+        -- date), 1 when none has.  'ingest': the ingest time (every fresh event 1).
+        select t.event_id, t.hop, t.chunk_id, t.relevance, t.similarity,
+               case when t.own_time is not null or time_basis = 'event'
+                    then sag.dataflow_time_decay(coalesce(t.own_time, t.created_at), now_at, decay_per_day)
+                    when time_basis = 'own'
+                    then coalesce((select percentile_cont(0.5) within group (
+                                              order by sag.dataflow_time_decay(o.own_time, now_at, decay_per_day))
+                                     from timed o where o.own_time is not null), 1.0)
+                    else sag.dataflow_time_decay(t.created_at, now_at, decay_per_day) end as time_decay,
+               t.preference
+          from timed t),
     final as (
         select f.*, sag.dataflow_score(f.relevance, f.similarity, f.time_decay, f.preference, weights_used) as score
           from factors f)
@@ -329,17 +352,21 @@ $$;
 comment on function sag.dataflow_search(text, @extschema:vector@.vector, bigint[], text[], text[], integer, integer, integer, float8,
                                         float8, text[], float8[], float8, float8, integer, integer, integer, integer,
                                         integer, integer, boolean, integer, float8, float8, float8, float8,
-                                        timestamptz, float8, text, boolean, boolean, boolean) is
+                                        timestamptz, float8, text, boolean, boolean, boolean, jsonb) is
     'The DataFlow search (seed §8.2) in one call: the query''s entities (sag.dataflow_query_entities; '
     'entity_names/entity_types from the caller), the structured list (sag.dataflow_match) and the vector list '
     '(nearest events), weighted RRF (sag.dataflow_rrf: sql_weight, vector_weight, rrf_k), propagation '
     '(sag.dataflow_propagate: depth, breadth, threshold, decay), the four-factor score (sag.dataflow_score with '
-    'score_weights; time decay of event_time else created_at; preference for focus, NULL = the sources'' '
+    'score_weights; time decay of the event''s own time (time_basis: own = event_time, else its latest time '
+    'key, an event without one the median decay of those with one; event = own time else created_at; '
+    'ingest = created_at); preference for focus, NULL = the sources'' '
     'config -> focus) and chunk recall with completion (sag.dataflow_chunks: top_n, max_gap).  Returns jsonb: '
     'entities, type_weights, focus, structured, vector, initial, hops (the activation trail), events (each '
     'factor), chunks (reading order), timings_ms.  specificity: every name counts by ln(1 + N / its events) / '
     'ln(1 + N) in the matches (false: the seed''s unweighted formulas); cosines above sag.similarity_floors.  '
-    'lexical_discount: the vector weight scaled by 1 - the embedder''s lexical redundancy when BM25 is fused '
-    '(sag.dataflow_score_weights; score_weights in the output are the ones used; false: score_weights as given).  '
+    'lexical_discount (default false: the seed''s weights): the vector weight scaled by 1 - the embedder''s lexical '
+    'redundancy when BM25 is fused (sag.dataflow_score_weights; score_weights in the output are the ones used).  '
+    'type_weights: entity-type weights over sag.dataflow_type_weights(source_ids) (the seed''s, the sources'' '
+    'config -> dataflow_type_weights; never SAG''s key_types).  '
     'source_ids NULL = all sources.  Example: select '
     'sag.dataflow_search(''Who married Marie Antoinette?'', sag.embed_hash(''Who married Marie Antoinette?'', 512));';

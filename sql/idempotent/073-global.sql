@@ -2,18 +2,47 @@
 -- the reduce phase's choice of rated points, both within a token budget (sag.estimate_tokens).
 -- Re-applied on every upgrade.
 
+-- The level: GraphRAG's default community_level 2, or the deepest level when the hierarchy has fewer.  Each
+-- stored level is a partition of all the events (a community not split again is carried down, sag_pg/graphrag/
+-- hierarchy.py), so level L holds each event's deepest community at a level <= L: GraphRAG's selection
+-- (read_indexer_reports without dynamic community selection).
+create or replace function sag_internal._default_level(run bigint, level integer default null)
+returns integer
+language sql stable
+set search_path = pg_catalog, sag, pg_temp
+as $$
+    select coalesce(level, (select least(2, max(c.level)) from sag.clusters c where c.run_id = run), 0)
+$$;
+
+create or replace function sag.community_level(source text default 'default', level integer default null,
+                                               run_id bigint default null)
+returns integer
+language sql stable
+set search_path = pg_catalog, sag, pg_temp
+as $$
+    select sag_internal._default_level(sag_internal._hierarchy_run_or_raise(source, run_id), level)
+$$;
+comment on function sag.community_level(text, integer, bigint) is
+    'The community level global search and DRIFT read: level when given, else GraphRAG''s default 2, or the '
+    'deepest level of the hierarchy when it has fewer.  P0002 without a hierarchy.  Example: select '
+    'sag.community_level(''demo'');';
+
+drop function if exists sag.report_batches(text, integer, integer, bigint, float8);
 create or replace function sag.report_batches(
     source text default 'default',
-    level integer default 0,
+    level integer default null,
     max_tokens integer default 8000,
     run_id bigint default null,
-    min_rating float8 default 0)
+    min_rating float8 default 0,
+    shuffle boolean default true,
+    seed integer default 86)
 returns table (batch integer, report_ids bigint[], context text, tokens integer)
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     run bigint := sag_internal._hierarchy_run_or_raise(source, run_id);
+    lvl integer := sag_internal._default_level(run, level);
     header constant text := E'-----Reports-----\nid|title|occurrence weight|content|rank';
     room integer;
     rec record;
@@ -43,12 +72,15 @@ begin
 
                      where ce.cluster_id = c.id) as units
               from sag.clusters c join sag.community_reports r on r.cluster_id = c.id
-             where c.run_id = run and c.level = report_batches.level and r.rating >= min_rating
+             where c.run_id = run and c.level = lvl and r.rating >= min_rating
         )
+        -- shuffle (GraphRAG's shuffle_data with random_state 86): a seeded permutation of the reports, so that
+        -- no batch holds only the best rated and the map calls do not see the reports in rank order; without
+        -- it, best rated first.
         select r.id, r.title, r.full_content, r.rating,
                coalesce(round(r.units::numeric / nullif(max(r.units) over (), 0), 4), 0) as weight
           from reports r
-         order by r.rating desc, r.units desc, r.id
+         order by case when shuffle then md5(seed::text || '/' || r.id::text) end, r.rating desc, r.units desc, r.id
     loop
         line := concat_ws('|', rec.id, sag_internal._cell(rec.title), rec.weight, sag_internal._cell(rec.full_content), rec.rating);
         cost := sag.estimate_tokens(line) + 1;
@@ -80,9 +112,10 @@ begin
     end if;
 end;
 $$;
-comment on function sag.report_batches(text, integer, integer, bigint, float8) is
-    'Global search, map phase: the reports of one level of the latest hierarchy (or run_id), best rated first, '
-    'packed greedily into batches whose -----Reports----- table (id|title|occurrence weight|content|rank) has at '
+comment on function sag.report_batches(text, integer, integer, bigint, float8, boolean, integer) is
+    'Global search, map phase: the reports of one level (NULL: GraphRAG''s default 2, or the deepest level when '
+    'there are fewer) of the latest hierarchy (or run_id), in a permutation seeded by seed (GraphRAG''s '
+    'shuffle_data, random_state 86; shuffle false: best rated first), packed greedily into batches whose -----Reports----- table (id|title|occurrence weight|content|rank) has at '
     'most max_tokens tokens (sag.estimate_tokens); a report longer than a batch is shortened to fit.  '
     'Example: select batch, report_ids, tokens from sag.report_batches(''demo'', 0, 2000);';
 

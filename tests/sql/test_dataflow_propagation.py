@@ -96,16 +96,16 @@ def test_dataflow_search_scores_and_trail(db_conn: psycopg.Connection, graph: di
     assert out["initial"][0]["event_id"] == ids["e0"]
     assert out["initial"][0]["rrf"] == pytest.approx(0.5 / 61 + 0.5 / 61)
     assert out["initial"][0]["activation"] == pytest.approx(1.0)
-    # The four factors of e0: relevance (its activation) 1, similarity 1, time decay 1 (ingested today),
-    # preference 0.5 (no focus).  No calibration, so the lexical redundancy counts as 1 and BM25 is fused
-    # (text_weight 0.5): the vector weight is 0.3 * (1 - 1) = 0: 0.3 + 0 + 0.2 + 0.1 = 0.6; the best event.
+    # The four factors of e0: relevance (its activation) 1, similarity 1, time decay 1 (no time of its own:
+    # ingested today), preference 0.5 (no focus).  The seed's weights by default (issue 34.3), even though no
+    # calibration makes the lexical redundancy count as 1 while BM25 is fused: 0.3 + 0.3 + 0.2 + 0.1 = 0.9.
     best = out["events"][0]
     assert best["event_id"] == ids["e0"]
     assert (best["relevance"], best["similarity"], best["time_decay"], best["preference"]) == \
         pytest.approx((1, 1, 1, 0.5), abs=1e-6)
     assert out["lexical_redundancy"] == pytest.approx(1)
-    assert out["score_weights"] == pytest.approx([0.3, 0, 0.2, 0.2])
-    assert best["score"] == pytest.approx(0.6, abs=1e-6)
+    assert out["score_weights"] == pytest.approx([0.3, 0.3, 0.2, 0.2])
+    assert best["score"] == pytest.approx(0.9, abs=1e-6)
     assert out["hops"][0]["hop"] == 0
     assert {"entities", "structured", "vector", "initial", "hops", "events", "chunks", "timings_ms"} <= set(out)
 
@@ -122,14 +122,47 @@ def best_score(conn: psycopg.Connection, **kw: object) -> float:
 def test_dataflow_search_vector_weight_follows_lexical_redundancy(db_conn: psycopg.Connection,
                                                                   graph: dict[str, int]) -> None:
     # e0 as above: relevance 1, similarity 1, time decay 1, preference 0.5.  A calibration saying the
-    # embedder's cosine is 0.2 words: vector weight 0.3 * (1 - 0.2) = 0.24: 0.3 + 0.24 + 0.2 + 0.1 = 0.84.
+    # embedder's cosine is 0.2 words: with lexical_discount the vector weight is 0.3 * (1 - 0.2) = 0.24:
+    # 0.3 + 0.24 + 0.2 + 0.1 = 0.84.
     db_conn.execute("insert into sag.settings (name, value) values ('similarity_floors', %s::jsonb) "
                     "on conflict (name) do update set value = excluded.value",
                     [f'{{"{graph["source"]}": {{"chunk": 0, "event": 0, "key": 0, "lexical": 0.2}}}}'])
-    assert best_score(db_conn) == pytest.approx(0.84, abs=1e-6)
-    # The seed's weights: 0.3 + 0.3 + 0.2 + 0.1 = 0.9, with lexical_discount off or without BM25 fused.
-    assert best_score(db_conn, lexical_discount=False) == pytest.approx(0.9, abs=1e-6)
-    assert best_score(db_conn, text_weight=0.0) == pytest.approx(0.9, abs=1e-6)
+    assert best_score(db_conn, lexical_discount=True) == pytest.approx(0.84, abs=1e-6)
+    # The seed's weights: 0.3 + 0.3 + 0.2 + 0.1 = 0.9, by default, or without BM25 fused.
+    assert best_score(db_conn) == pytest.approx(0.9, abs=1e-6)
+    assert best_score(db_conn, lexical_discount=True, text_weight=0.0) == pytest.approx(0.9, abs=1e-6)
+
+
+def test_time_decay_from_the_events_own_time(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    """Issue 34.3: an event's time decays from its own time where it has one: its event_time, else the latest
+    year of its time keys; else its ingest time.  now_at 2020-04-10 is 100 days after 2020-01-01."""
+    g = GraphBuilder.__new__(GraphBuilder)
+    g.conn = db_conn
+    ids = graph
+    g.links(ids["e1"], g.key(ids["source"], "2019", None, type="time", number=2019),
+            g.key(ids["source"], "2020", None, type="time", number=2020))  # the latest year: 2020-01-01
+    db_conn.execute("update sag.events set event_time = '2020-03-01 UTC' where id = %s", [ids["e5"]])  # 40 days
+
+    def decays(**kw: object) -> dict[str, float]:
+        named = "".join(f", {name} => %({name})s" for name in kw)
+        row = db_conn.execute(
+            "select sag.dataflow_search(query => 'zzz', query_embedding => '[1,0,0]'::vector, entity_names => "
+            "array['a', 'b'], entity_types => array['person', 'person'], top_n => 3, use_terms => false, "
+            f"key_match_top_k => 0, now_at => '2020-04-10 UTC'::timestamptz{named})", kw).fetchone()
+        assert row is not None
+        names = {v: k for k, v in ids.items() if k.startswith("e")}
+        return {names[e["event_id"]]: e["time_decay"] for e in row[0]["events"]}
+
+    # 'event': the own time, else the ingest time (now: 1).
+    found = decays(time_basis="event")
+    assert found["e1"] == pytest.approx(math.exp(-1.0))   # e^(-0.01 * 100)
+    assert found["e5"] == pytest.approx(math.exp(-0.4))   # e^(-0.01 * 40)
+    assert found["e0"] == 1.0                             # ingested now (after now_at): 1
+    assert set(decays(time_basis="ingest").values()) == {1.0}
+    # 'own', the default: the undated events get the median of the dated ones' decays, (e^-1 + e^-0.4) / 2.
+    own = decays()
+    assert (own["e1"], own["e5"]) == pytest.approx((math.exp(-1.0), math.exp(-0.4)))
+    assert own["e0"] == pytest.approx((math.exp(-1.0) + math.exp(-0.4)) / 2)
 
 
 def test_time_decay_preference_score_and_rrf(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:

@@ -49,12 +49,26 @@ def relevance(conn: psycopg.Connection, left: list[int], right: list[int], weigh
 
 def test_type_weights_default_to_the_seed_and_follow_the_source_config(db_conn: psycopg.Connection,
                                                                        graph: dict[str, int]) -> None:
+    seed = {"time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5, "action": 1.2, "tag": 1.0}
     row = db_conn.execute("select sag.dataflow_type_weights()").fetchone()
-    assert row is not None and row[0] == {"time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5,
-                                          "action": 1.2, "tag": 1.0}
-    db_conn.execute("update sag.sources set config = '{\"key_types\": {\"topic\": 0.5, \"event\": 2}}'")
+    assert row is not None and row[0] == seed
+    db_conn.execute("update sag.sources set config = '{\"dataflow_type_weights\": {\"topic\": 0.5, \"event\": 2}}'")
     row = db_conn.execute("select sag.dataflow_type_weights(%s)", [[graph["source"]]]).fetchone()
     assert row is not None and row[0]["topic"] == 0.5 and row[0]["event"] == 2 and row[0]["person"] == 1.1
+
+
+def test_sag_key_types_are_not_dataflow_weights(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
+    """Issue 34.2: SAG's key weights (config -> key_types, written into every source ingest creates) are a
+    separate setting; DataFlow keeps the seed's ENTITY_TYPE_WEIGHTS."""
+    db_conn.execute("update sag.sources set config = '{\"key_types\": {\"person\": 1.0, \"topic\": 0.8, "
+                    "\"time\": 0.6, \"tag\": 0.6, \"action\": 0.5}}'")
+    row = db_conn.execute("select sag.dataflow_type_weights(%s)", [[graph["source"]]]).fetchone()
+    assert row is not None and row[0] == {"time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5,
+                                          "action": 1.2, "tag": 1.0}
+    k = graph
+    # So the relevance is the seed's (1.03 / 2.6 in the module docstring), not (1.0 * 0.5 + 0.8 * 0.32) / 1.8.
+    assert relevance(db_conn, [k["X"], k["Y"], k["T"]], [k["X"], k["U"], k["L"]]) == pytest.approx(1.03 / 2.6,
+                                                                                                    abs=1e-4)
 
 
 def test_jaccard_and_vector_relevance(db_conn: psycopg.Connection, graph: dict[str, int]) -> None:
@@ -63,7 +77,7 @@ def test_jaccard_and_vector_relevance(db_conn: psycopg.Connection, graph: dict[s
     assert relevance(db_conn, a, b) == pytest.approx(1.03 / 2.6, abs=1e-4)   # halfvec: 1e-4
     assert relevance(db_conn, b, a) == pytest.approx(1.25 / 2.6, abs=1e-4)
     # topic weighted 0.5 by the source: (1.1 * 0.5 + 0.5 * 0.32) / 1.6 = 0.71 / 1.6
-    db_conn.execute("update sag.sources set config = '{\"key_types\": {\"topic\": 0.5}}'")
+    db_conn.execute("update sag.sources set config = '{\"dataflow_type_weights\": {\"topic\": 0.5}}'")
     row = db_conn.execute("select sag.dataflow_type_weights()").fetchone()
     assert row is not None
     assert relevance(db_conn, a, b, row[0]) == pytest.approx(0.71 / 1.6, abs=1e-4)

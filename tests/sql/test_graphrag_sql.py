@@ -6,6 +6,8 @@ each run of other non-space characters cut into pieces of at most 4 characters, 
 
 from __future__ import annotations
 
+import hashlib
+
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
@@ -118,15 +120,46 @@ def test_report_batches_pack_within_the_budget(db_conn: psycopg.Connection) -> N
     # Header '-----Reports-----' (5) 'id|title|occurrence' + ... = -----Reports----- | id|t itle |occ urre nce| ...:
     # '-----Reports-----' 17 chars = 5 tokens, 'id|title|occurrence' 19 = 5, 'weight|content|rank' 19 = 5: 15.
     # A row 'ID|T|0|w w ... w|R' (no events: occurrence weight 0): 'ID|T|0|w' = 2, eight 'w', 'w|R' = 1: 11,
-    # + 1 line break = 12.  max_tokens 39 = 15 + 2 x 12: two rows a batch, best rated first (9, 8 | 7).
-    rows = db_conn.execute("select batch, report_ids, tokens from sag.report_batches(null, 0, 39)").fetchall()
+    # + 1 line break = 12.  max_tokens 39 = 15 + 2 x 12: two rows a batch, best rated first (9, 8 | 7) without
+    # the shuffle.
+    rows = db_conn.execute("select batch, report_ids, tokens from sag.report_batches(null, 0, 39, shuffle => false)"
+                           ).fetchall()
     assert rows == [(0, [ids[1], ids[2]], 37), (1, [ids[0]], 26)]  # 15 + 11 + 11; 15 + 11
-    first = one(db_conn, "select context from sag.report_batches(null, 0, 39)")
+    first = one(db_conn, "select context from sag.report_batches(null, 0, 39, shuffle => false)")
     assert first == (f"-----Reports-----\nid|title|occurrence weight|content|rank\n{ids[1]}|T|0|{ten}|9\n"
                      f"{ids[2]}|T|0|{ten}|8")
     # 38 leaves room for one row a batch.
-    assert [r[1] for r in db_conn.execute("select batch, report_ids from sag.report_batches(null, 0, 38)")] == [
-        [ids[1]], [ids[2]], [ids[0]]]
+    assert [r[1] for r in db_conn.execute("select batch, report_ids from sag.report_batches(null, 0, 38, "
+                                          "shuffle => false)")] == [[ids[1]], [ids[2]], [ids[0]]]
+
+
+def test_report_batches_shuffle_with_a_seed(db_conn: psycopg.Connection) -> None:
+    """Issue 34.5: GraphRAG's global search shuffles the reports before batching (shuffle_data, random_state
+    86); here the permutation is the order of md5('<seed>/<id>')."""
+    ten = " ".join(["w"] * 10)
+    ids = _reports(db_conn, [(ten, r) for r in (1, 2, 3, 4, 5, 6, 7, 8)])
+
+    def permutation(seed: int) -> list[int]:
+        return sorted(ids, key=lambda i: hashlib.md5(f"{seed}/{i}".encode()).hexdigest())
+
+    def batches(sql: str) -> list[int]:
+        return [i for r in db_conn.execute(sql).fetchall() for i in r[0]]
+
+    assert batches("select report_ids from sag.report_batches(null, 0, 38)") == permutation(86)
+    assert batches("select report_ids from sag.report_batches(null, 0, 38, seed => 7)") == permutation(7)
+    assert permutation(86) != sorted(ids, key=lambda i: -i)  # not the rating order (ids 8..1 rated 8..1)
+    assert batches("select report_ids from sag.report_batches(null, 0, 38, shuffle => false)") == ids[::-1]
+
+
+def test_community_level_defaults_to_graphrag_level_2(db_conn: psycopg.Connection) -> None:
+    ids = _reports(db_conn, [("x", 1)])
+    run = one(db_conn, "select run_id from sag.clusters where id = %s", [ids[0]])
+    assert one(db_conn, "select sag.community_level(null)") == 0  # one level: the deepest there is
+    for level in (1, 2, 3):
+        db_conn.execute("insert into sag.clusters (run_id, ordinal, title, size, level, membership_hash) "
+                        "values (%s, 0, 'T', 1, %s, 'h')", [run, level])
+    assert one(db_conn, "select sag.community_level(null)") == 2
+    assert one(db_conn, "select sag.community_level(null, 3)") == 3
 
 
 def test_report_batches_cut_a_report_longer_than_a_batch(db_conn: psycopg.Connection) -> None:
@@ -141,7 +174,7 @@ def test_no_hierarchy_is_not_found(db_conn: psycopg.Connection) -> None:
         db_conn.execute("select * from sag.report_batches('one', 0, 100)")
 
 
-GRAPHRAG_FUNCTIONS = ["community_digest", "community_report", "community_reports", "estimate_tokens",
+GRAPHRAG_FUNCTIONS = ["community_digest", "community_level", "community_report", "community_reports", "estimate_tokens",
                       "hierarchy_levels", "hierarchy_run", "local_context", "membership_hash", "nearest_reports",
                       "pack_rows", "reduce_points", "report_batches", "reuse_community_reports"]
 
