@@ -334,7 +334,9 @@ class SAG:
         if key_types is not None:
             patch["key_types"] = {str(k).strip().lower(): float(v) for k, v in key_types.items()}
         if synonyms is not None:
-            patch["synonyms"] = {str(k): str(v) for k, v in synonyms.items()}
+            from .synonyms import check_synonyms
+
+            patch["synonyms"] = check_synonyms(synonyms)  # a null was stored as the string "None"
         if alignment is not None:
             unknown = set(alignment) - {"trigram", "vector", "across_types"}
             if unknown:
