@@ -93,7 +93,7 @@ declare
     i integer;
     j integer;
     a integer;
-    start integer;
+    unknown text[];
 begin
     if n = 0 then
         return words;
@@ -139,18 +139,29 @@ begin
         end loop;
     end loop;
 
+    -- (No chars[i:j] below: slicing flattens the whole array, one copy of the run a slice.)
     i := 1;
     while i <= n loop
-        start := i;
-        word := array_to_string(chars[i:next_at[i] - 1], '');
+        word := '';
+        for j in i..next_at[i] - 1 loop
+            word := word || chars[j];
+        end loop;
         i := next_at[i];
         -- Characters the index does not hold, one after another, make one unknown word (as jieba's HMM joins
-        -- them): 登基 is one term no chunk holds, not two.  Sliced once at its end, not grown a piece at a time.
+        -- them): 登基 is one term no chunk holds, not two.  Gathered in an array and joined once, not grown a
+        -- piece at a time (a copy of the word a piece).
         if not df ? word then
-            while i <= n and not df ? array_to_string(chars[i:next_at[i] - 1], '') loop
+            unknown := array[word];
+            while i <= n loop
+                piece := '';
+                for j in i..next_at[i] - 1 loop
+                    piece := piece || chars[j];
+                end loop;
+                exit when df ? piece;
+                unknown := unknown || piece;
                 i := next_at[i];
             end loop;
-            words := words || array_to_string(chars[start:i - 1], '');
+            words := words || array_to_string(unknown, '');
             continue;
         end if;
         -- A word the index holds has at most max_len characters: substr inside it is cheap.
