@@ -23,7 +23,7 @@ from .ingest.readers import (
     document_from_text,
     read_inputs,
 )
-from .limits import INT4_MAX, MAX_TOP_N, check_int
+from .limits import INT4_MAX, MAX_TOP_N, check_int, check_question
 from .llm import LLM, make_llm
 
 if TYPE_CHECKING:
@@ -196,11 +196,12 @@ class SAG:
         """
         from . import browse
         from .db import retrieval as db_retrieval
-        from .search.engine import resolve_sources
+        from .search.engine import SEARCH_TIMEOUT_MS, cancelled_as_query_error, resolve_sources
         from .search.engine import search as fast_search
         from .search.normal import rewrite_query
 
         check_int("top_n", top_n, 1, MAX_TOP_N)  # before any SQL: a bigint matches no SQL function
+        check_question(query)  # before any SQL or LLM call (issue #36: a 121 KB question held MCP for 34 s)
         if strategy not in ("sag", "dataflow"):
             raise QueryError(f"unknown search strategy {strategy!r}: use sag or dataflow")
         if strategy == "dataflow" and dataflow is None:
@@ -211,6 +212,8 @@ class SAG:
         sources = [source] if isinstance(source, str) else (list(source) if source is not None else None)
         rewrite = None
         with self.db.session(autocommit=True) as conn:  # a search only reads: no BEGIN and COMMIT round trips
+            # Every statement of the search under its timeout, the synonyms' expansion first (it ran before).
+            db_retrieval.read_only_session(conn, statement_timeout_ms=SEARCH_TIMEOUT_MS)
             if mode == "normal":
                 if self.llm is None:
                     raise ConfigError("normal mode needs an LLM: set SAG_LLM (e.g. openai:gpt-4o-mini) or use --mode fast")
@@ -218,7 +221,9 @@ class SAG:
                                         prompts_dir=self.settings.prompts_dir)
                 conn.commit()
                 query, keys = rewrite.query, list(keys or []) + rewrite.keys
-            query = db_retrieval.expand_question(conn, query, browse.source_ids(conn, sources))  # synonyms
+                check_question(query, "rewritten question")
+            with cancelled_as_query_error():  # synonyms
+                query = db_retrieval.expand_question(conn, query, browse.source_ids(conn, sources))
             conn.commit()
             result = fast_search(conn, self.embedder, query, keys=keys, sql=sql, sources=sources, top_n=top_n,
                                  params=params, use_pagerank=use_pagerank,
@@ -241,6 +246,7 @@ class SAG:
         from .answer import ask, deep_ask
 
         check_int("top_n", top_n, 1, MAX_TOP_N)
+        check_question(question)
         if mode in ("local", "global", "drift"):  # GraphRAG (sag_pg.graphrag); options: params=, concurrency=
             from .graphrag import graphrag_ask
 
@@ -292,6 +298,7 @@ class SAG:
         graph_distance, temporal, reference_count) with each score's breakdown; records recall statistics.
         ``channels``: hybrid, knowledge (content only) or graph (graph only)."""
         check_int("top_n", top_n, 1, MAX_TOP_N)
+        check_question(query)
         if "depth" in options:
             check_int("depth", options["depth"], 1, INT4_MAX)
         return self.memory.recall(query, source=source, channels=channels, strategy=strategy, min_score=min_score,
@@ -342,7 +349,9 @@ class SAG:
             patch["dataflow_type_weights"] = {str(k).strip().lower(): float(v)
                                               for k, v in dataflow_type_weights.items()}
         if synonyms is not None:
-            patch["synonyms"] = {str(k): str(v) for k, v in synonyms.items()}
+            from .synonyms import check_synonyms
+
+            patch["synonyms"] = check_synonyms(synonyms)  # a null was stored as the string "None"
         if alignment is not None:
             unknown = set(alignment) - {"trigram", "vector", "across_types"}
             if unknown:

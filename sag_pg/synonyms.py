@@ -11,11 +11,14 @@ the canonical key by name and the text by either name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .db import documents as store
 from .db import ingest as ingest_store
+from .errors import InputError
 from .ingest.readers import DocumentInput
 from .text.normalize import normalize_synonyms
 
@@ -23,7 +26,74 @@ if TYPE_CHECKING:
     from .db.connection import Database
     from .ingest.runner import IngestReport
 
-__all__ = ["apply_synonyms"]
+__all__ = ["apply_synonyms", "check_synonyms", "read_synonyms"]
+
+
+def read_synonyms(path: str | Path) -> dict[str, str]:
+    """The synonym table of a JSON file (an object of alias → canonical name), checked as
+    :func:`check_synonyms` does; InputError naming the file for anything else."""
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except ValueError as exc:  # an integer beyond Python's digit limit
+        from .limits import json_number_error
+
+        raise InputError(f"{path}: not valid JSON ({json_number_error(exc)})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid JSON (nested too deeply)") from None
+    try:
+        return check_synonyms(table)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+
+
+def check_synonyms(table: Any) -> dict[str, str]:
+    """``table`` if it maps aliases to canonical names, both non-empty strings that PostgreSQL can store (no
+    lone surrogate, no NUL); InputError naming the first entry that does not (a null, a number or an object
+    is not a name: it was stored as the string "None")."""
+    if not isinstance(table, Mapping):
+        raise InputError(f"synonyms must be a JSON object of alias: canonical name, not {_json_type(table)}")
+    checked: dict[str, str] = {}
+    for alias, name in table.items():
+        shown = _shown(alias)
+        for what, value in (("alias", alias), ("canonical name", name)):
+            if not isinstance(value, str):
+                raise InputError(f"synonym {shown}: the {what} must be a string, not {_json_type(value)}")
+            if not value.strip():
+                raise InputError(f"synonym {shown}: the {what} is empty")
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InputError(f"synonym {shown}: the {what} holds a lone surrogate "
+                                 f"(U+{ord(value[exc.start]):04X}): not valid Unicode") from None
+            if "\x00" in value:
+                raise InputError(f"synonym {shown}: the {what} holds a NUL character, which PostgreSQL cannot store")
+        checked[alias] = name
+    return checked
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    return type(value).__name__
+
+
+def _shown(alias: Any) -> str:
+    text = str(alias)[:80].encode("unicode_escape").decode("ascii") if isinstance(alias, str) else repr(alias)
+    return repr(text) if isinstance(alias, str) else text
 
 
 def apply_synonyms(db: Database, ingest: Callable[..., IngestReport], source: str) -> list[str]:

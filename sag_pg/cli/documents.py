@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from ..errors import InputError
+from ..limits import one_line
 from ._common import AppContext, count, echo_json, pass_app, source_name
 
 
@@ -37,10 +39,13 @@ def documents(app: AppContext, sources: tuple[str, ...], uri_prefix: str | None,
     if not found:
         click.echo("no documents", err=True)
         return
-    width = min(60, max(len(d.uri) for d in found))
+    # Names stored before they were checked (or through SQL) are printed with their control and bidi
+    # characters escaped: a BEL, CR or U+202E must not ring, overwrite or reverse the listing.
+    width = min(60, max(len(one_line(d.uri)) for d in found))
     click.echo(f"{'source':<12} {'uri':<{width}} {'chunks':>6} {'events':>6} {'keys':>6}  updated")
     for d in found:
-        click.echo(f"{d.source:<12} {d.uri:<{width}} {d.chunk_count:>6} {d.event_count:>6} {d.key_count:>6}  "
+        click.echo(f"{one_line(d.source):<12} {one_line(d.uri):<{width}} {d.chunk_count:>6} {d.event_count:>6} "
+                   f"{d.key_count:>6}  "
                    f"{d.updated_at:%Y-%m-%d %H:%M}")
     if limit and len(found) == limit:
         click.echo(f"(first {limit} from {offset}: --offset {offset + limit} for more, --limit 0 for all)", err=True)
@@ -59,11 +64,15 @@ def show(app: AppContext, uri: str, source: str | None, as_json: bool) -> None:
 
         sag-pg show notes/halvard.md
     """
-    doc = app.sag().document(uri, source=source)
-    if as_json:
-        echo_json(doc.to_dict())
-        return
-    click.echo(click.style(doc.title or doc.uri, bold=True) + f"  ({doc.source}: {doc.uri})")
+    try:
+        doc = app.sag().document(uri, source=source)
+        if as_json:
+            echo_json(doc.to_dict())
+            return
+    except RecursionError:  # metadata stored through SQL deeper than Python reads or writes JSON (~1,000 levels)
+        raise InputError(f"{one_line(uri)}: its metadata is nested too deeply to be read; see it in psql "
+                         "(select metadata from sag.documents where uri = ...)") from None
+    click.echo(click.style(one_line(doc.title or doc.uri), bold=True) + f"  ({one_line(doc.source)}: {one_line(doc.uri)})")
     click.echo(f"{doc.chunk_count} chunks, {doc.event_count} events, {doc.key_count} keys; "
                f"ingested {doc.created_at:%Y-%m-%d %H:%M}, updated {doc.updated_at:%Y-%m-%d %H:%M}")
     for chunk in doc.chunks:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -238,15 +237,9 @@ def source(app: AppContext, name: str, key_types: tuple[str, ...], dataflow_weig
 
 
 def _synonym_table(path: str) -> dict[str, str]:
-    import json
+    from ..synonyms import read_synonyms
 
-    try:
-        table = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise click.BadParameter(f"{path}: {exc}", param_hint="--synonyms") from None
-    if not isinstance(table, dict):
-        raise click.BadParameter(f"{path}: expected a JSON object", param_hint="--synonyms")
-    return table
+    return read_synonyms(path)  # InputError naming the file and the entry: one line, exit code 1
 
 
 def _type_weights(items: tuple[str, ...], option: str) -> dict[str, float]:

@@ -8,7 +8,7 @@ The statements behind ``SAG.documents``, ``SAG.document``, ``SAG.chunk``, ``SAG.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -99,6 +99,12 @@ class DocumentView(DocumentInfo):
 
     def __repr__(self) -> str:
         return f"DocumentView(uri={self.uri!r}, source={self.source!r}, title={self.title!r}, chunks={len(self.chunks)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        # The metadata as loaded, not deep-copied by asdict (two frames a level: 500 levels overflowed).
+        fields = asdict(replace(self, metadata={}))
+        fields["metadata"] = self.metadata
+        return fields
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import psycopg
 from psycopg.types.json import Jsonb
 
+from ..limits import check_name
 from ..types import KeyRef, PreRetrieval
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ class KeyAlignment:
 
 
 def ensure_source(conn: psycopg.Connection, name: str) -> int:
+    check_name("source name", name)  # InputError: a name with a newline, control or bidi character
     row = conn.execute("select sag.ensure_source(%s)", [name]).fetchone()
     assert row is not None
     return int(row[0])

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from ..errors import ConfigError, InputError
+from ..limits import json_depth_problem, json_number_error, name_problem, one_line
 from .html_text import html_to_text
 from .uris import file_uri
 
@@ -332,6 +333,12 @@ def _unicode_problem(*, uri: str, title: str, text: str, metadata: dict[str, Any
                     "not valid Unicode")
         if "\x00" in value:
             return f"{what} holds a NUL character (at character {value.index(chr(0))}), which PostgreSQL cannot store"
+    problem = name_problem(uri)
+    if problem is not None:
+        return f"id {problem}: a document's URI must print on one line"
+    deep = json_depth_problem(metadata)
+    if deep is not None:
+        return f"metadata is {deep}"
     try:
         json.dumps(metadata, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except UnicodeEncodeError:
@@ -444,6 +451,9 @@ def read_jsonl(path: Path, *, max_bytes: int | None = None) -> Iterator[ReadResu
             except RecursionError:
                 yield InputFailure(origin, "not valid JSON (nested too deeply)")
                 continue
+            except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits (4,300)
+                yield InputFailure(origin, f"not valid JSON ({json_number_error(exc)})")
+                continue
             yield _record_to_document(record, origin=origin, default_uri=f"{name}:{lineno}", limit=limit)
     if not documents:
         yield InputFailure(name, "empty JSONL file: no documents")
@@ -483,8 +493,8 @@ def _printable(value: object) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return text
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return one_line(text)  # a newline, CR or bidi character in a name would split or disguise the message
 
 
 def count_documents(paths: Iterable[str | Path]) -> int | None:

@@ -15,6 +15,8 @@ the loader makes of it: ``e`` a node, ``n`` a name of the subject (``type.object
 
 from __future__ import annotations
 
+import logging
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -72,6 +74,11 @@ class _Sink:
         self.triple_seen = (s, p, o)
 
 
+class _DropConversionWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to convert Literal lexical form")
+
+
 class RDFReader:
     """Turns RDF terms into :class:`ImportRow` s; ``read`` yields rows and bad lines of one file."""
 
@@ -98,10 +105,14 @@ class RDFReader:
         datatype = str(o.datatype) if o.datatype is not None else ""
         if datatype in _NUMBER_TYPES:
             try:
-                float(value)
-                return ImportRow(line, subject, predicate, value.strip(), "f")
+                number = float(value)
             except ValueError:
                 pass  # an ill-typed number stays a string
+            else:
+                if not math.isfinite(number) and value.strip().lower().lstrip("+-") not in ("inf", "infinity", "nan"):
+                    # 1e999, or 5,000 digits: beyond double precision, which the loader stores numbers in
+                    return ImportRow(line, subject, predicate, value, "!")
+                return ImportRow(line, subject, predicate, value.strip(), "f")
         elif datatype == XSD + "boolean" and value.strip().lower() in ("true", "false", "1", "0"):
             return ImportRow(line, subject, predicate, str(value.strip().lower() in ("true", "1")).lower(), "b")
         elif datatype in _DATE_TYPES:
@@ -114,26 +125,36 @@ class RDFReader:
             yield from self._read_turtle(path)
             return
         try:
-            handle = path.open("r", encoding="utf-8", errors="strict", newline="")
+            handle = path.open("rb")
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from exc
-        with handle:
-            yield from self._read_ntriples(handle)
+        # rdflib logs a traceback for a literal its converter refuses (a 5,000-digit xsd:integer); the line is
+        # ours to name (a BadLine), not a traceback on stderr.
+        quiet = _DropConversionWarnings()
+        logging.getLogger("rdflib.term").addFilter(quiet)
+        try:
+            with handle:
+                yield from self._read_ntriples(handle)
+        finally:
+            logging.getLogger("rdflib.term").removeFilter(quiet)
 
-    def _read_ntriples(self, handle: IO[str]) -> Iterator[ImportRow | BadLine]:
+    def _read_ntriples(self, handle: IO[bytes]) -> Iterator[ImportRow | BadLine]:
+        """Each line on its own: one that is not UTF-8, not N-Triples, or holds what PostgreSQL cannot store
+        (a lone surrogate or NUL from an escape, a number beyond double precision) is a BadLine, and the
+        next line is read."""
         sink = _Sink()
         parser = W3CNTriplesParser(sink)  # type: ignore[arg-type]
         bnodes: dict[str, BNode] = {}
         prefixes = dict(_BUILTIN_PREFIXES)
         number = 0
-        while True:
-            try:
-                raw = handle.readline()
-            except UnicodeDecodeError as exc:
-                raise InputError(f"line {number + 1}: not UTF-8 ({exc.reason}); convert the file to UTF-8") from exc
-            if not raw:
-                return
+        for data in handle:
             number += 1
+            try:
+                raw = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield BadLine(number, f"not UTF-8 (invalid byte 0x{data[exc.start]:02x} at column {exc.start + 1})",
+                              data[:200].decode("utf-8", "backslashreplace"))
+                continue
             text = raw.strip()
             if not text or text.startswith("#"):
                 continue
@@ -141,18 +162,27 @@ class RDFReader:
             if declared:
                 prefixes[declared.group(1) or ""] = declared.group(2)
                 continue
+            escape = _bad_escape(text)
+            if escape is not None:
+                yield BadLine(number, escape, _shown(text))
+                continue
             try:
                 parser.line = _expand_prefixes(text, prefixes)
                 sink.triple_seen = None
                 parser.parseline(bnode_context=bnodes)  # type: ignore[arg-type]
-            except (ParseError, ValueError, IndexError) as exc:
-                yield BadLine(number, str(exc) or type(exc).__name__, text[:200])
+            except (ParseError, ValueError, IndexError, OverflowError) as exc:
+                yield BadLine(number, str(exc) or type(exc).__name__, _shown(text))
                 continue
             if sink.triple_seen is None:
                 continue
             if len(bnodes) != len(self._bnode_labels):
                 self._bnode_labels = {node: label for label, node in bnodes.items()}
-            yield self.row(number, *sink.triple_seen)
+            row = self.row(number, *sink.triple_seen)
+            problem = _unstorable(row)
+            if problem is not None:
+                yield BadLine(number, problem, _shown(text))
+                continue
+            yield row
 
     def _read_turtle(self, path: Path) -> Iterator[ImportRow | BadLine]:
         from rdflib import Graph
@@ -166,7 +196,42 @@ class RDFReader:
             raise InputError(f"{path}: not valid Turtle: {exc}") from exc
         for s, p, o in graph:
             if isinstance(p, URIRef):
-                yield self.row(0, s, p, o)
+                row = self.row(0, s, p, o)
+                problem = _unstorable(row)
+                yield row if problem is None else BadLine(0, problem, f"{s} {p} {o}"[:200])
+
+
+# N-Triples escapes: UCHAR (\\uXXXX, \\UXXXXXXXX) and, in literals, ECHAR (\\t \\b \\n \\r \\f \\" \\' \\\\).
+_ESCAPE = re.compile(r"\\(?:u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[tbnrf\"'\\]|(.?))")
+
+
+def _bad_escape(text: str) -> str | None:
+    """The first escape N-Triples does not have (``\\uZZZZ``, ``\\q``), which rdflib's parser keeps as text."""
+    if "\\" not in text:
+        return None
+    for found in _ESCAPE.finditer(text):
+        if found.group(1) is not None:
+            return f"invalid escape {text[found.start():found.start() + 6]} at column {found.start() + 1}"
+    return None
+
+
+def _unstorable(row: ImportRow) -> str | None:
+    """Why PostgreSQL cannot store this row (decoded escapes may give a lone surrogate or a NUL), or None."""
+    if row.kind == "!":
+        return f"the number {row.object[:40]}{'…' if len(row.object) > 40 else ''} is beyond double precision"
+    for what, value in (("subject", row.subject), ("predicate", row.predicate), ("object", row.object),
+                        ("language", row.lang)):
+        if "\x00" in value:
+            return f"the {what} holds a NUL character (\\u0000), which PostgreSQL cannot store"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"the {what} holds a lone surrogate (U+{ord(value[exc.start]):04X}): not valid Unicode"
+    return None
+
+
+def _shown(text: str) -> str:
+    return text[:200]
 
 
 def guess_format(path: Path) -> str:

@@ -41,21 +41,59 @@ def build_server(sag: SAG, policy: Policy | None = None, *, debug: bool = False)
     tools = SagTools(sag, policy)
     server: MCPServer = MCPServer("sag-pg", version=__version__, instructions=_instructions(policy),
                                   debug=debug, log_level="DEBUG" if debug else "WARNING")
-    # The SDK runs synchronous tools in worker threads; one call at a time keeps the client's lazily built
-    # parts (embedder, LLM, graph) and its kept connection from being set up or used by two threads at once.
-    lock = threading.Lock()
+    # The SDK runs synchronous tools in worker threads, and they run together: one lock around every call made
+    # a long search hold up all the others (issue #36: 34 s).  What two threads must not build at once, the
+    # client's lazily built parts (embedder, LLM, graph, memory), is built once before the first call runs;
+    # Database.session gives each concurrent call its own connection.  At most MAX_CONCURRENT_CALLS run at once.
+    gate = _CallGate(sag)
     for name in READ_TOOLS:
-        server.add_tool(_tool_call(getattr(tools, name), lock),
+        server.add_tool(_tool_call(getattr(tools, name), gate),
                         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=name == "ask"))
     if policy.allow_writes:
         for name in WRITE_TOOLS:
-            server.add_tool(_tool_call(getattr(tools, name), lock),
+            server.add_tool(_tool_call(getattr(tools, name), gate),
                             annotations=ToolAnnotations(read_only_hint=False, destructive_hint=name in (
                                 "delete_document", "forget"), open_world_hint=False))
     return server
 
 
-def _tool_call(method: Callable[..., dict[str, Any]], lock: threading.Lock) -> Callable[..., dict[str, Any]]:
+MAX_CONCURRENT_CALLS = 8  # tool calls running at once (each may hold a database connection)
+
+
+class _CallGate:
+    """Lets tool calls run together: the client's lazy parts built once under a lock, then at most
+    ``MAX_CONCURRENT_CALLS`` calls at a time."""
+
+    def __init__(self, sag: SAG) -> None:
+        self.sag = sag
+        self._ready = False
+        self._ready_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(MAX_CONCURRENT_CALLS)
+
+    def _prepare(self) -> None:
+        with self._ready_lock:
+            if self._ready:
+                return
+            # Each is built on first use (a cached_property); reading one that is built takes no lock.
+            from ..errors import SagError
+
+            for part in ("embedder", "llm", "kg", "graph", "memory"):
+                try:
+                    getattr(self.sag, part)  # the embedder is bound to the database here, once
+                except SagError:
+                    pass  # a call that needs it says why; the others still run
+            self._ready = True
+
+    def __enter__(self) -> None:
+        if not self._ready:
+            self._prepare()
+        self._slots.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._slots.release()
+
+
+def _tool_call(method: Callable[..., dict[str, Any]], gate: _CallGate) -> Callable[..., dict[str, Any]]:
     """``method`` as a tool: its signature and docstring kept (they are the tool's schema and description),
     a user's mistake raised as the SDK's ToolError so the client reads the same message the CLI prints."""
     from mcp.server.mcpserver.exceptions import ToolError
@@ -63,7 +101,7 @@ def _tool_call(method: Callable[..., dict[str, Any]], lock: threading.Lock) -> C
     @functools.wraps(method)
     def call(**arguments: Any) -> dict[str, Any]:
         try:
-            with lock:
+            with gate:
                 return method(**arguments)
         except Exception as exc:
             error = user_error(exc)

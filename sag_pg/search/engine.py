@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +21,15 @@ if TYPE_CHECKING:
     from ..embedders.base import Embedder
 
 SEARCH_TIMEOUT_MS = 30_000
+
+
+@contextmanager
+def cancelled_as_query_error() -> Iterator[None]:
+    """A statement the search's timeout cancelled, as the QueryError that says so."""
+    try:
+        yield
+    except psycopg.errors.QueryCanceled as exc:
+        raise QueryError(f"search exceeded {SEARCH_TIMEOUT_MS / 1000:.0f} s and was cancelled") from exc
 
 
 def resolve_sources(conn: psycopg.Connection, names: Sequence[str] | None) -> list[int] | None:

@@ -38,36 +38,47 @@ comment on function sag_internal._embed_hash_stopwords() is
     'Stopwords of the hash-v1 embedder (English function words and CJK function characters); '
     'must equal sag_pg.embedders.hashing.STOPWORDS.';
 
+-- Linear in the text: every token is read once as a table of its characters (regexp_split_to_table), and its
+-- trigrams and pairs come from lead() over them.  substr(token, i, n) walks a UTF-8 string from its start to
+-- character i, so the trigrams and pairs taken with substr cost O(length^2) a token (issue #36: 200k characters
+-- of Chinese took 261 s).
 create or replace function sag_internal._embed_hash_features(content text)
 returns table (feature text, weight double precision)
 language sql immutable parallel safe strict
 set search_path = pg_catalog, sag, pg_temp
 as $$
     with tokens as (
-        select m[1] as token
+        select t.m[1] as token, t.n
         from regexp_matches(
                  translate(content, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'),
-                 '[a-z]+|[0-9]+|[\u3400-\u4dbf\u4e00-\u9fff]+', 'g') as m
+                 '[a-z]+|[0-9]+|[\u3400-\u4dbf\u4e00-\u9fff]+', 'g') with ordinality as t(m, n)
     ),
     words as (
-        select token from tokens
+        select token, n from tokens
         where token ~ '^[a-z0-9]' and token <> all (sag_internal._embed_hash_stopwords())
     ),
-    cjk as (
-        select token from tokens where token !~ '^[a-z0-9]'
+    word_chars as (  -- the characters of '#' || w || '#', in order, for the words of 4+ characters
+        select w.n, c.ch, c.i
+        from words w, regexp_split_to_table('#' || w.token || '#', '') with ordinality as c(ch, i)
+        where length(w.token) >= 4
+    ),
+    trigrams as (
+        select ch || lead(ch, 1) over run || lead(ch, 2) over run as tri
+        from word_chars
+        window run as (partition by n order by i)
+    ),
+    cjk_chars as (
+        select c.ch, lead(c.ch) over (partition by t.n order by c.i) as next
+        from tokens t, regexp_split_to_table(t.token, '') with ordinality as c(ch, i)
+        where t.token !~ '^[a-z0-9]'
     )
     select 'w:' || token, 1.0::double precision from words
     union all
-    select 't:' || substr('#' || token || '#', i, 3), 0.25
-    from words, generate_series(1, length(token)) as i
-    where length(token) >= 4
+    select 't:' || tri, 0.25 from trigrams where length(tri) = 3
     union all
-    select 'c:' || ch, 0.5
-    from cjk, generate_series(1, length(token)) as i, substr(token, i, 1) as ch
-    where ch <> all (sag_internal._embed_hash_stopwords())
+    select 'c:' || ch, 0.5 from cjk_chars where ch <> all (sag_internal._embed_hash_stopwords())
     union all
-    select 'b:' || substr(token, i, 2), 1.0
-    from cjk, generate_series(1, length(token) - 1) as i
+    select 'b:' || ch || next, 1.0 from cjk_chars where next is not null
 $$;
 comment on function sag_internal._embed_hash_features(text) is
     'The weighted features of a text under hash-v1 (steps 1-3 of sag.embed_hash), one row per occurrence.';

@@ -7,8 +7,10 @@
 --                         index is missing and nobody holds it, the load that dropped the index has died.
 --                         Taken EXCLUSIVE by whoever rebuilds (the last loader to finish, or the next writer).
 --   'sag.vector_indexes'  transaction lock, EXCLUSIVE while indexes are dropped or built (sag.create_vector_indexes
---                         takes it), SHARED by every document write (sag.ingest_document, sag.delete_document)
---                         before it touches a table.  A build therefore never starts while a writer holds a table it
+--                         takes it), SHARED by every document write (sag.ingest_document, sag.delete_document,
+--                         and the deletion of a source: sag_pg/db/sources.py) before it touches a table, even to
+--                         read it (issue #36: a source deletion that counted its chunks first, then waited for
+--                         this lock, deadlocked with a bulk load holding it and waiting for the tables).  A build therefore never starts while a writer holds a table it
 --                         needs, and a writer never holds one table while waiting for a build on another: the
 --                         deadlocks of issue #15 (CREATE INDEX on keys against a writer holding keys and waiting on
 --                         chunks) cannot form.

@@ -74,7 +74,11 @@ language plpgsql stable
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    n integer := char_length(run);
+    -- The run's characters, read once: substr(run, i, n) walks the UTF-8 string from its start to character i,
+    -- which made this function quadratic in the run (issue #36: 25k characters took 89 s).  An array variable
+    -- is held expanded, so chars[i] costs the same wherever i is.
+    chars text[] := regexp_split_to_array(run, '');
+    n integer := coalesce(array_length(chars, 1), 0);
     max_len constant integer := 12;       -- the longest word looked up (jieba's dictionary has few longer)
     df jsonb;
     log_total float8;
@@ -84,25 +88,34 @@ declare
     freq float8;
     piece text;
     word text;
+    pieces text[] := '{}';
     words text[] := '{}';
     i integer;
     j integer;
     a integer;
+    unknown text[];
 begin
     if n = 0 then
         return words;
     end if;
-    -- The run's substrings looked up by the index's primary key, as an array: sag.retrieve runs with
-    -- generic plans, and the generic plan of a join against the substrings read all of term_stats (5 ms).
+    -- The run's substrings of up to max_len characters, each built from the previous one.
+    for i in 1..n loop
+        piece := '';
+        for j in i..least(n, i + max_len - 1) loop
+            piece := piece || chars[j];
+            pieces := pieces || piece;
+        end loop;
+    end loop;
+    -- Looked up by the index's primary key, as an array: sag.retrieve runs with generic plans, and the generic
+    -- plan of a join against the substrings read all of term_stats (5 ms).
     select coalesce(jsonb_object_agg(t.term, t.df), '{}') into df
       from (select ts.term, sum(ts.df)::float8 as df
               from sag.term_stats ts
-             where ts.term = any (array(select distinct substr(run, p, l)
-                                          from generate_series(1, n) p, generate_series(1, max_len) l
-                                         where p + l - 1 <= n))
+             where ts.term = any (array(select distinct p from unnest(pieces) p))
                and (source_ids is null or ts.source_id = any (source_ids))
              group by ts.term
             having sum(ts.df) > 0) t;
+    pieces := null;
     select ln(greatest(coalesce(sum(c.token_total), 0), 1)) into log_total
       from sag.corpus_stats c where source_ids is null or c.source_id = any (source_ids);
 
@@ -110,8 +123,9 @@ begin
     next_at := array_fill(n + 1, array[n + 1]);
     for i in reverse n..1 loop
         best[i] := '-Infinity';
+        piece := '';
         for j in i..least(n, i + max_len - 1) loop
-            piece := substr(run, i, j - i + 1);
+            piece := piece || chars[j];
             freq := (df ->> piece)::float8;
             if freq is null then
                 continue when j > i;
@@ -125,20 +139,32 @@ begin
         end loop;
     end loop;
 
+    -- (No chars[i:j] below: slicing flattens the whole array, one copy of the run a slice.)
     i := 1;
     while i <= n loop
-        word := substr(run, i, next_at[i] - i);
+        word := '';
+        for j in i..next_at[i] - 1 loop
+            word := word || chars[j];
+        end loop;
         i := next_at[i];
         -- Characters the index does not hold, one after another, make one unknown word (as jieba's HMM joins
-        -- them): 登基 is one term no chunk holds, not two.
+        -- them): 登基 is one term no chunk holds, not two.  Gathered in an array and joined once, not grown a
+        -- piece at a time (a copy of the word a piece).
         if not df ? word then
-            while i <= n and not df ? substr(run, i, next_at[i] - i) loop
-                word := word || substr(run, i, next_at[i] - i);
+            unknown := array[word];
+            while i <= n loop
+                piece := '';
+                for j in i..next_at[i] - 1 loop
+                    piece := piece || chars[j];
+                end loop;
+                exit when df ? piece;
+                unknown := unknown || piece;
                 i := next_at[i];
             end loop;
-            words := words || word;
+            words := words || array_to_string(unknown, '');
             continue;
         end if;
+        -- A word the index holds has at most max_len characters: substr inside it is cheap.
         for a in 1..(case when char_length(word) > 2 then char_length(word) - 1 else 0 end) loop
             piece := substr(word, a, 2);
             if df ? piece then words := words || piece; end if;
@@ -186,6 +212,31 @@ begin
 end;
 $$;
 
+-- The longest question sag.search and sag.expand_question take: sag_pg.limits.MAX_QUESTION_CHARS
+-- (tests/test_question_limits.py checks both agree).  Every step of a search is linear in the question, but a
+-- question of a whole document's size is not one, and a search's statement timeout would be spent on it.
+create or replace function sag_internal._max_question_chars()
+returns integer
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select 4000 $$;
+
+-- 22023 naming the caller when the question is longer than sag_internal._max_question_chars().
+create or replace function sag_internal._check_question(query text, caller text)
+returns void
+language plpgsql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if char_length(query) > sag_internal._max_question_chars() then
+        raise exception using errcode = '22023',
+            message = format('%s: the question is %s characters long; the maximum is %s', caller,
+                             char_length(query), sag_internal._max_question_chars()),
+            hint = 'Ask a shorter question (sag_pg.limits.MAX_QUESTION_CHARS).';
+    end if;
+end;
+$$;
+
 create or replace function sag.query_terms(query text, source_ids bigint[] default null)
 returns text[]
 language plpgsql stable
@@ -195,30 +246,38 @@ declare
     han text := sag_internal._han_class();
     run text;
     part record;
+    term text;
     terms text[] := '{}';
 begin
+    -- Terms are appended one at a time (array_append works in place on a plpgsql variable; terms || array
+    -- copies the whole array every time: quadratic in a long question's runs).
     for run in select m[1] from regexp_matches(lower(normalize(coalesce(query, ''), NFKC)), '([[:alnum:]]+)', 'g') m loop
         if run !~ ('[' || han || ']') then
-            terms := terms || sag_internal._word_terms(run, source_ids);
+            foreach term in array sag_internal._word_terms(run, source_ids) loop
+                terms := terms || term;
+            end loop;
             continue;
         end if;
         for part in select m[1] as han_run, m[2] as other
                       from regexp_matches(run, '([' || han || ']+)|([^' || han || ']+)', 'g') m loop
-            if part.other is not null then
-                terms := terms || sag_internal._word_terms(part.other, source_ids);
-            else
-                terms := terms || sag_internal._segment_han(part.han_run, source_ids);
-            end if;
+            foreach term in array case when part.other is not null
+                                       then sag_internal._word_terms(part.other, source_ids)
+                                       else sag_internal._segment_han(part.han_run, source_ids) end loop
+                terms := terms || term;
+            end loop;
         end loop;
     end loop;
     return terms;
 end;
 $$;
+
 comment on function sag.query_terms(text, bigint[]) is
     'A question''s BM25 terms, as sag.chunks.tokens holds a text''s: NFKC, lower case, letter/digit runs; '
     'Chinese (Han) runs segmented against the index''s own vocabulary of the given sources (NULL = all): '
     'jieba''s most probable route with sag.term_stats document frequencies, plus the 2- and 3-character '
-    'index words inside longer words (as cut_for_search).  Example: select sag.query_terms(''北京冬奥会开幕时间'');';
+    'index words inside longer words (as cut_for_search).  Linear in the question (no maximum here: '
+    'sag.search refuses a long question first, in sag.expand_question).  Example: '
+    'select sag.query_terms(''北京冬奥会开幕时间'');';
 
 -- A question's words as sag.named_keys and sag.expand_question see them: a Han character each, else a letter/digit
 -- run, hyphenated runs and digits around a '.' joined (GPT-4.5, 3.11), with the '+' or '#' after a letter (Han
@@ -328,7 +387,7 @@ comment on function sag.named_keys(text, bigint[], integer, integer) is
 -- such scripts do not separate words.  A canonical name the question already holds is not added again.
 -- Several sources listing one alias: the source with the lowest id decides.  The names are added in the order
 -- of their aliases in the question, shorter aliases first where they start together.
-create or replace function sag.expand_question(query text, source_ids bigint[] default null)
+create or replace function sag_internal._expand_question(query text, source_ids bigint[] default null)
 returns text
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -353,27 +412,35 @@ begin
         select a.* from aliases a
          where strpos((select pg_catalog.translate(sag_internal._fold_word(query), '+#%.', '')),
                       pg_catalog.translate(a.alias, '+#%.', '')) > 0),
-    words as (  -- the question's words, each with its place `at` in the question's folded text
+    words as (  -- the question's words, each with its place in the question's folded text: `at` in characters,
+                -- `byte_at` in bytes (a place in bytes is reached at once; substr(text, at) walks to it)
         select w.pos, w.folded,
-               (sum(char_length(w.folded)) over (order by w.pos) - char_length(w.folded))::integer as at
+               (sum(char_length(w.folded)) over (order by w.pos) - char_length(w.folded))::integer as at,
+               (sum(octet_length(w.folded)) over (order by w.pos) - octet_length(w.folded))::integer as byte_at
           from (select v.pos, sag_internal._fold_word(v.m[1]) as folded
                   from regexp_matches(normalize(coalesce(query, ''), NFKC), sag_internal._word_pattern(), 'g')
                        with ordinality as v(m, pos)) w),
     folded as (select coalesce(string_agg(w.folded, '' order by w.pos), '') as text from words w),
+    bytes as (select convert_to(q.text, 'UTF8') as b from folded q),
+    -- An alias is named at a word f that it starts with, when a word l ends where the alias would, and the bytes
+    -- between are the alias's: a hash join on the end, and one comparison at a byte offset a candidate (the
+    -- former substr at character offsets, and a scan of the words for the end, made this quadratic in the
+    -- question: issue #36, a 64 KB alias took 12.7 s).
     named as (
         select a.name, f.at, char_length(a.alias) as length
-          from inside a, folded q, words f
-         where substr(q.text, f.at + 1, char_length(a.alias)) = a.alias
-           and exists (select 1 from words l where l.at + char_length(l.folded) = f.at + char_length(a.alias))
+          from inside a
+          join words f on f.folded <> '' and starts_with(a.alias, f.folded)
+          join words l on l.at + char_length(l.folded) = f.at + char_length(a.alias)
+          cross join bytes q
+         where substring(q.b from f.byte_at + 1 for octet_length(a.alias)) = convert_to(a.alias, 'UTF8')
         union all
         select a.name, strpos(q.text, a.alias) - 1, char_length(a.alias)
           from inside a, folded q
          where a.alias ~ '[^\x01-\x7f]' and strpos(q.text, a.alias) > 0),
-    added as (
-        select n.name, min(array[n.at, n.length]) as place
-          from named n, folded q
-         where strpos(q.text, sag_internal._fold_word(n.name)) = 0
-         group by n.name)
+    added as (  -- each name looked for once in the question, not once per place it is named
+        select g.name, g.place
+          from (select n.name, min(array[n.at, n.length]) as place from named n group by n.name) g, folded q
+         where strpos(q.text, sag_internal._fold_word(g.name)) = 0)
     select case when not exists (select 1 from inside) or not exists (select 1 from added) then query
                 else query || ' (' || (select string_agg(a.name, '; ' order by a.place, a.name) from added a)
                      || ')'
@@ -381,9 +448,21 @@ begin
     return expanded;
 end;
 $$;
+
+create or replace function sag.expand_question(query text, source_ids bigint[] default null)
+returns text
+language plpgsql stable
+set search_path = pg_catalog, sag, pg_temp
+as $$
+begin
+    perform sag_internal._check_question(query, 'sag.expand_question');
+    return sag_internal._expand_question(query, source_ids);
+end;
+$$;
 comment on function sag.expand_question(text, bigint[]) is
     'The question with the canonical name of every alias it names appended, "Where is BWR based? (Brightwater '
     'Robotics)", from the synonym tables (sources.config -> ''synonyms'') of the given sources (NULL = all): an '
     'alias is named when its folded text is that of a run of whole words of the question (anywhere, for an '
     'alias outside ASCII such as Chinese); names the question already holds are left out.  sag.search and the '
-    'Python client search the expanded question.  Example: select sag.expand_question(''Where is BWR based?'');';
+    'Python client search the expanded question.  A question longer than sag_internal._max_question_chars() '
+    '(4000) raises 22023.  Example: select sag.expand_question(''Where is BWR based?'');';
