@@ -233,3 +233,9 @@ def test_documents_never_prints_raw_control_characters(cli_env: dict[str, str], 
     assert not any(ch in out for ch in "\x07\r\u202e")
     [_, row] = out.splitlines()
     assert row.split()[:2] == ["src\\nx", "bell\\x07\\rover\\u202e"]
+
+
+@pytest.mark.parametrize("name", ["a\nb", "bell\x07", "rtl\u202eevil", "sep\u2028x"])
+def test_psql_ensure_source_refuses_names_that_do_not_print_on_one_line(db_conn, name: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="must print on one line"):
+        db_conn.execute("select sag.ensure_source(%s)", [name])

@@ -8,9 +8,18 @@ set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     found_id bigint;
+    bad text;
 begin
     if source_name is null or btrim(source_name) = '' then
         raise exception using errcode = '22023', message = 'source name must not be empty';
+    end if;
+    -- Names print on one line (issue #36 item 9): no control, separator or bidirectional formatting character.
+    bad := substring(source_name from '[\u0001-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]');
+    if bad is not null then
+        raise exception using errcode = '22023',
+            message = format('source name holds a control, separator or bidirectional formatting character '
+                             '(U+%s at character %s): names must print on one line',
+                             upper(lpad(to_hex(ascii(bad)), 4, '0')), strpos(source_name, bad));
     end if;
     select id into found_id from sag.sources where name = source_name;
     if found_id is null then

@@ -257,6 +257,7 @@ declare
     pins bigint[];
     hint constant text := 'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).';
 begin
+    perform sag_internal._check_question(query, 'sag.search');  -- refused before it is embedded
     if (top_n >= 1) is not true then
         raise exception using errcode = '22023', message = format('sag.search: top_n must be >= 1, got %s', top_n);
     end if;
