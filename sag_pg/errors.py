@@ -81,6 +81,16 @@ def user_error(exc: BaseException) -> SagError | None:
     if diag is None or not hasattr(exc, "sqlstate"):
         return None
     message = diag.message_primary or str(exc).strip()
+    if exc.sqlstate == "0A000" and message.startswith(_CITUS_UNPLANNED):
+        return DatabaseError(f"this command is not yet planned for a schema distributed on Citus ({message}): "
+                             "ingest and delete work there; searches and the graph, memory, KG and community "
+                             "commands still need one PostgreSQL (README: Scale-out on Citus)")
     if diag.message_hint:
         message += f" ({diag.message_hint.rstrip('.')})"
     return error_for_sqlstate(exc.sqlstate, message)
+
+
+# What Citus says of a query it cannot plan over distributed tables (sqlstate 0A000).
+_CITUS_UNPLANNED = ("complex joins are only supported", "could not create distributed plan",
+                    "cannot perform a lateral outer join", "cannot push down", "correlated subqueries are not",
+                    "cannot execute a distributed query from a query on a shard")
