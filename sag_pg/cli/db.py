@@ -91,6 +91,42 @@ def status(app: AppContext, as_json: bool) -> None:
                    f"{c['lexical_redundancy']:.2f}, reliability {c['reliability']:.2f}{doubt}")
     for table, count in info["counts"].items():
         click.echo(f"{table:<11} {count}")
+    _echo_missing_indexes(info.get("missing_vector_indexes") or [])
+
+
+def _echo_missing_indexes(missing: list[str]) -> None:
+    """`db status`'s line about missing HNSW indexes (issue #37 item 9), with how to rebuild them."""
+    if missing:
+        click.echo(f"indexes     {len(missing)} of 3 HNSW vector indexes missing ({', '.join(missing)}): searches "
+                   "scan every vector meanwhile — a bulk load is running or was interrupted; rebuild them with "
+                   "`sag-pg db repair` (the next ingest also does)")
+
+
+@db.command()
+@pass_app
+def repair(app: AppContext) -> None:
+    """Rebuild the HNSW vector indexes an interrupted bulk load left missing (the next ingest does it too).
+
+    Example:
+
+        sag-pg db repair
+    """
+    from ..db import ingest as store
+    from ..db.connection import Database
+
+    database = Database.from_settings(app.settings)
+    with database.connect(autocommit=True) as conn:
+        missing = store.missing_vector_indexes(conn)
+        if missing == 0:
+            click.echo("no vector index missing")
+            return
+        click.echo(f"rebuilding {missing} HNSW vector index(es)…", err=True)
+        built = store.repair_vector_indexes(conn)
+        left = store.missing_vector_indexes(conn)
+    if left:
+        raise click.ClickException(f"built {built}; {left} still missing: a bulk load is running and builds them "
+                                   "when it ends")
+    click.echo(f"built {built} vector index(es)")
 
 
 @db.command()
