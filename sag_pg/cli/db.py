@@ -11,7 +11,7 @@ from ._common import AppContext, echo_json, pass_app
 
 @click.group()
 def db() -> None:
-    """Manage the database: url, status, upgrade, stop; a local Citus cluster.
+    """Manage the database: url, psql, status, upgrade, repair, dump, restore, stop; a local Citus cluster.
 
     Example:
 
@@ -148,6 +148,74 @@ def stop(app: AppContext) -> None:
         click.echo(f"stopped (pid {orphan}: it was still running although its postmaster.pid had been deleted)")
         return
     click.echo("stopped" if stopped else "not running")
+
+
+@db.command()
+@click.argument("file", type=click.Path(dir_okay=False, writable=True, path_type=Path))
+@pass_app
+def dump(app: AppContext, file: Path) -> None:
+    """Back up the knowledge base into FILE with the bundled pg_dump (sag-pg's schemas only, custom format).
+
+    Works for the embedded server and a SAG_DATABASE_URL server alike (a system pg_dump older than the server
+    refuses it).  Restore with `sag-pg db restore FILE`.
+
+    Example:
+
+        sag-pg db dump kb.dump
+    """
+    from ..db import backup
+    from ..db.connection import resolve_dsn
+
+    size = backup.dump(resolve_dsn(app.settings), file)
+    click.echo(f"dumped to {file} ({size / 1e6:.1f} MB)")
+
+
+@db.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--replace", is_flag=True, help="Replace the sag schema the database already has (default: refuse).")
+@pass_app
+def restore(app: AppContext, file: Path, replace: bool) -> None:
+    """Restore a `sag-pg db dump` FILE with the bundled pg_restore, in one transaction.
+
+    The database (a new SAG_HOME, or an empty SAG_DATABASE_URL database) must have no sag schema yet, unless
+    --replace.  The HNSW indexes are rebuilt as part of the restore; a dump of an older sag-pg is upgraded.
+
+    Example:
+
+        SAG_HOME=~/.sag-pg-copy sag-pg db restore kb.dump
+    """
+    from ..db import backup
+    from ..db.connection import redact, resolve_dsn
+
+    dsn = resolve_dsn(app.settings)
+    click.echo(f"restoring {file} into {redact(dsn)} (the vector indexes are rebuilt: a while for large ones)…",
+               err=True)
+    done = backup.restore(dsn, file, replace=replace)
+    upgraded = f"; schema upgraded to {done.upgraded_to}" if done.upgraded_to else ""
+    click.echo(f"restored (schema revision {done.revision}{upgraded})")
+
+
+@db.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-c", "--command", "sql_command", metavar="CMD", help="Run this one command (SQL or a psql "
+              "backslash command) and exit; exit code 1 if it fails.")
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+@pass_app
+def psql(app: AppContext, sql_command: str | None, psql_args: tuple[str, ...]) -> None:
+    """Open the bundled psql on the database (no PostgreSQL client needed); extra arguments go to psql.
+
+    Example:
+
+        sag-pg db psql -c "select document, score from sag.search('Who founded Pixar?', source => 'demo')"
+    """
+    import subprocess
+
+    from ..db import backup
+    from ..db.connection import resolve_dsn
+
+    args = backup.psql_args(resolve_dsn(app.settings), sql_command, psql_args)
+    code = subprocess.call(args)
+    if code:
+        raise click.exceptions.Exit(1 if code in (1, 3) else code)
 
 
 @db.group()
