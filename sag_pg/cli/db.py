@@ -11,7 +11,7 @@ from ._common import AppContext, echo_json, pass_app
 
 @click.group()
 def db() -> None:
-    """Manage the database: url, psql, status, upgrade, repair, dump, restore, stop; a local Citus cluster.
+    """Manage the database: url, psql, status, upgrade, repair, reembed, dump, restore, stop; a Citus cluster.
 
     Example:
 
@@ -92,6 +92,10 @@ def status(app: AppContext, as_json: bool) -> None:
     for table, count in info["counts"].items():
         click.echo(f"{table:<11} {count}")
     _echo_missing_indexes(info.get("missing_vector_indexes") or [])
+    if info.get("reembed"):
+        run = info["reembed"]
+        click.echo(f"reembed     unfinished: to {run['name']} (dimension {run['dimension']}), started "
+                   f"{run['started_at']} — continue it with `sag-pg db reembed` and that embedder")
 
 
 def _echo_missing_indexes(missing: list[str]) -> None:
@@ -193,6 +197,51 @@ def restore(app: AppContext, file: Path, replace: bool) -> None:
     done = backup.restore(dsn, file, replace=replace)
     upgraded = f"; schema upgraded to {done.upgraded_to}" if done.upgraded_to else ""
     click.echo(f"restored (schema revision {done.revision}{upgraded})")
+
+
+@db.command()
+@click.option("--source", "sources", multiple=True, help="Only this source (repeatable): for recomputing one source's "
+              "vectors with the bound embedder; another embedder re-embeds every source. Default: every source.")
+@click.option("--batch", type=click.IntRange(1, 10000), default=256, show_default=True,
+              help="Texts per embedding call (and per transaction).")
+@pass_app
+def reembed(app: AppContext, sources: tuple[str, ...], batch: int) -> None:
+    """Re-embed chunks, events and keys with the configured embedder (SAG_EMBEDDER / --embedder).
+
+    Switches a database made with one embedder to another (another dimension too): the new embedder is bound
+    at once, the vectors are computed in batches with progress on stderr, and the HNSW indexes are built at the
+    end.  Interrupted, it keeps what it did: run it again with the same embedder to continue.
+
+    Example:
+
+        SAG_EMBEDDER=openai:multilingual-e5-small-q4 sag-pg db reembed
+    """
+    run_reembed(app, sources, batch)
+
+
+def run_reembed(app: AppContext, sources: tuple[str, ...], batch: int = 256) -> None:
+    """`db reembed` and `source NAME --reembed`: re-embed with the configured embedder, progress on stderr."""
+    from ..db import catalog
+    from ..db import reembed as runner
+    from ..db.connection import Database
+    from ..embedders import make_embedder
+    from ..errors import NotFoundError
+
+    database = Database.from_settings(app.settings)
+    embedder = make_embedder(app.settings.embedder, app.settings)  # not bound: it may be another one
+    ids = None
+    if sources:
+        with database.connect(autocommit=True) as conn:
+            found = {name: catalog.source_id(conn, name) for name in sources}
+        missing = [name for name, sid in found.items() if sid is None]
+        if missing:
+            raise NotFoundError(f"no source named {missing[0]!r}")
+        ids = [int(sid) for sid in found.values() if sid is not None]
+    report = runner.reembed(database, embedder, source_ids=ids, batch=batch,
+                            progress=lambda line: click.echo(line, err=True))
+    counts = ", ".join(f"{n:,} {table}" for table, n in report.embedded.items())
+    click.echo(f"re-embedded {counts} with {report.embedder} in {report.seconds:.1f} s"
+               + (" (resumed)" if report.resumed else ""))
 
 
 @db.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -179,15 +179,25 @@ def stats(app: AppContext, source: str | None, as_json: bool) -> None:
 @click.option("--create", is_flag=True, help="Create the source if it does not exist (else that is an error).")
 @click.option("--delete", is_flag=True, help="Delete the source with all its documents, events and keys.")
 @click.option("--yes", is_flag=True, help="With --delete: do not ask (asked only on a terminal).")
+@click.option("--reembed", is_flag=True, help="Re-embed the source's chunks, events and keys with the configured "
+              "embedder (resumable; another embedder than the database's: see `sag-pg db reembed`).")
 @pass_app
 def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str | None, no_apply: bool,
-           align_trigram: float | None, align_vector: float | None, create: bool, delete: bool, yes: bool) -> None:
+           align_trigram: float | None, align_vector: float | None, create: bool, delete: bool, yes: bool,
+           reembed: bool) -> None:
     """Show, change, create or delete a source (its key types, synonyms, key alignment).
 
     Example:
 
         sag-pg source research --create --key-type person=1 --key-type drug=1 --synonyms synonyms.json
     """
+    if reembed:
+        if key_types or synonyms or align_trigram is not None or align_vector is not None or create or delete:
+            raise click.UsageError("--reembed takes no other setting")
+        from .db import run_reembed
+
+        run_reembed(app, (name,))
+        return
     if delete:
         if key_types or synonyms or align_trigram is not None or align_vector is not None or create:
             raise click.UsageError("--delete takes no other setting")

@@ -35,6 +35,8 @@ def database_status(conn: psycopg.Connection) -> dict[str, Any]:
             status["counts"] = dict(conn.execute("select * from sag.table_counts()").fetchall())
             status["calibration"] = calibration(conn)
             status["missing_vector_indexes"] = missing_vector_indexes(conn)
+            row = conn.execute("select sag.reembed_state()").fetchone()
+            status["reembed"] = row[0] if row else None
     return status
 
 
