@@ -59,28 +59,69 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
     result = app.sag().search(query, keys=list(keys) or None, sql=sql, mode=mode, source=source, top_n=top_n,
                               **search_arguments(strategy, depth, breadth, focus))
     if as_json:
-        data = result.to_dict()
-        rewrite = getattr(result, "rewrite", None)
-        if rewrite is not None:
-            data["rewrite"] = rewrite.to_dict()
-        echo_json(data)
+        echo_json(result_json(result))
         return
     print_result(Console(), result, explain=explain)
+
+
+# A chunk is padding when nothing relates it to the question: no evidence of its own (W_init 0; PageRank then
+# gives every such chunk the same share, 0.25 each of four when nothing matched) or a score that prints as
+# 0.0000, unless it is a direct match (its own words and vector found it).  Issue #37 item 8: padding filled the
+# list up to --top-n.
+_VISIBLE = 0.00005
+
+
+def relevant(hit: Any) -> bool:
+    return hit.direct_match or (hit.weight_init > 0 and hit.score >= _VISIBLE)
+
+
+def placements(hits: list[Any]) -> list[str]:
+    """Why each chunk has its place: "score" when no chunk below it scores more; else why it was placed above
+    higher scores: "direct match" (one of the question's best chunks by its own evidence, kept among the first
+    three) or "coverage" (sag.cover_question: it holds question terms the chunks above it lack)."""
+    out: list[str] = []
+    best_below = float("-inf")
+    for hit in reversed(hits):
+        out.append("score" if hit.score >= best_below else "direct match" if hit.direct_match else "coverage")
+        best_below = max(best_below, hit.score)
+    return out[::-1]
+
+
+PLACED_LEGEND = ("↑ placed above chunks that score more: coverage = it holds question terms the chunks above it "
+                 "lack (sag.cover_question); direct match = one of the question's best chunks by its own words and "
+                 "vector, kept among the first three")
+
+
+def result_json(result: Any) -> dict[str, Any]:
+    """`search --json`: the relevant chunks only (the count left out and why), each with why it has its place."""
+    shown = [hit for hit in result.chunks if relevant(hit)]
+    data = result.to_dict()
+    data["chunks"] = []
+    for hit, placed in zip(shown, placements(shown), strict=True):
+        data["chunks"].append({**hit.to_dict(), "placed_by": placed})
+    data["omitted"] = {"chunks": len(result.chunks) - len(shown),
+                       "reason": "no evidence relating them to the question (W_init 0 or a score below 0.00005)"}
+    rewrite = getattr(result, "rewrite", None)
+    if rewrite is not None:
+        data["rewrite"] = rewrite.to_dict()
+    return data
 
 
 def print_result(console: Console, result: Any, *, explain: bool = False, width: int = 100) -> None:
     rewrite = getattr(result, "rewrite", None)
     if rewrite is not None:
         console.print(f"[dim]rewritten:[/dim] {rewrite.query}  [dim]keys:[/dim] {', '.join(rewrite.keys) or '-'}")
-    # Chunks scoring 0 only fill the list up to --top-n (nothing relates them to the question): not shown.
-    relevant = [hit for hit in result.chunks if hit.score > 0]
-    if not relevant:
+    # Padding (nothing relates it to the question, see relevant()) is not shown.
+    shown = [hit for hit in result.chunks if relevant(hit)]
+    if not shown:
         console.print("[yellow]no results[/yellow]" if not result.chunks else
                       f"[yellow]no relevant results: the {len(result.chunks)} chunks found all scored 0[/yellow]")
-    for rank, hit in enumerate(relevant, start=1):
+    placed = placements(shown)
+    for rank, (hit, why) in enumerate(zip(shown, placed, strict=True), start=1):
         title = hit.title or hit.document_title
-        console.print(f"[bold]{rank}.[/bold] [cyan]{hit.score:.4f}[/cyan]  {hit.document_uri}  [bold]{title}[/bold]",
-                      highlight=False)
+        mark = "" if why == "score" else f" [magenta]↑{why}[/magenta]"
+        console.print(f"[bold]{rank}.[/bold] [cyan]{hit.score:.4f}[/cyan]{mark}  {hit.document_uri}  "
+                      f"[bold]{title}[/bold]", highlight=False)
         console.print(textwrap.indent(textwrap.shorten(hit.content.replace("\n", " "), width=width * 3,
                                                        placeholder=" …"), "    "), highlight=False)
         if explain:
@@ -91,8 +132,10 @@ def print_result(console: Console, result: Any, *, explain: bool = False, width:
             for event in hit.events[:3]:
                 console.print(f"    [green]event[/green] {textwrap.shorten(event['content'], width=width)}",
                               highlight=False)
-    if relevant and len(relevant) < len(result.chunks):
-        console.print(f"[dim]only {len(relevant)} relevant: the other {len(result.chunks) - len(relevant)} chunks "
+    if any(why != "score" for why in placed):
+        console.print(f"[dim]{PLACED_LEGEND}[/dim]", highlight=False)
+    if shown and len(shown) < len(result.chunks):
+        console.print(f"[dim]only {len(shown)} relevant: the other {len(result.chunks) - len(shown)} chunks "
                       "found scored 0[/dim]", highlight=False)
     if explain and result.keys:
         table = Table(title="key-final (the hop trail)", show_lines=False)
