@@ -256,7 +256,7 @@ class SAG:
         if deep:
             raise QueryError(f"{', '.join(sorted(deep))}: only for deep mode")
         return ask(self.search, self.llm, question, mode=mode, source=source, top_n=top_n, keys=keys, sql=sql,
-                   prompts_dir=self.settings.prompts_dir)
+                   prompts_dir=self.settings.prompts_dir, evidence_tokens=self.settings.evidence_tokens)
 
     def background(self, question: str, sources: Sequence[str] | None) -> dict[str, Any]:
         """The events and keys nearest to ``question`` and the sources' key types (``sag.context_for_query``):
