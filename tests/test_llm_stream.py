@@ -9,8 +9,10 @@ import time
 import pytest
 
 from sag_pg.errors import LLMError
-from tests.llm_support import MakeLLM, make, openai_server  # noqa: F401 - fixtures
+from tests.llm_support import MakeLLM
+from tests.llm_support import make as make  # noqa: PLC0414 - the fixture
 from tests.openai_server import FakeOpenAIServer, Scripted
+from tests.openai_server import openai_server as openai_server  # noqa: PLC0414 - the fixture
 
 WORDS = "the mill and the store of the engine"
 

@@ -67,6 +67,9 @@ def test_another_embedder_is_refused_with_the_way_forward_which_gives_a_fresh_da
     _ingest(empty_db_dsn, tmp_path, embedder="hash:64")  # what the same documents give when made with hash:64
     assert _vectors(db_dsn) == _vectors(empty_db_dsn)
     assert _indexes(db_dsn) == HNSW
+    with psycopg.connect(db_dsn) as conn:  # the keys' check survives the new column
+        assert conn.execute("select count(*) from pg_constraint where conrelid = 'sag.keys'::regclass"
+                            " and conname = 'keys_embedding_only_for_strings'").fetchone() == (1,)
     status = CliRunner().invoke(cli, ["db", "status", "--json"], env=_env(db_dsn, tmp_path, "hash:64"))
     assert '"dimension": 64' in status.output and '"reembed": null' in status.output
     found = CliRunner().invoke(cli, ["search", "Who wrote the first compiler?", "--json"],

@@ -46,9 +46,9 @@ def test_json_has_no_padding_and_counts_what_it_left_out(db_dsn: str, tmp_path: 
 
 @pytest.fixture(scope="module")
 def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    from .conftest import SERVER
-
     import psycopg
+
+    from .conftest import SERVER
 
     name = f"{SERVER.maintenance_db}_demo_order".replace("-", "_")
     with psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True) as admin:

