@@ -246,7 +246,7 @@ def run_reembed(app: AppContext, sources: tuple[str, ...], batch: int = 256) -> 
 
 @db.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("-c", "--command", "sql_command", metavar="CMD", help="Run this one command (SQL or a psql "
-              "backslash command) and exit; exit code 1 if it fails.")
+              "backslash command) and stop; sag-pg fails when it fails.")
 @click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
 @pass_app
 def psql(app: AppContext, sql_command: str | None, psql_args: tuple[str, ...]) -> None:
@@ -256,13 +256,19 @@ def psql(app: AppContext, sql_command: str | None, psql_args: tuple[str, ...]) -
 
         sag-pg db psql -c "select document, score from sag.search('Who founded Pixar?', source => 'demo')"
     """
+    import signal
     import subprocess
 
     from ..db import backup
     from ..db.connection import resolve_dsn
 
     args = backup.psql_args(resolve_dsn(app.settings), sql_command, psql_args)
-    code = subprocess.call(args)
+    # Ctrl-C belongs to psql (it cancels the running query); sag-pg waits for psql to end.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code = subprocess.call(args)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     if code:
         raise click.exceptions.Exit(1 if code in (1, 3) else code)
 
