@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..search.presentation import PLACED_LEGEND, placements, relevant, result_json
 from ._common import TOP_N, AppContext, count, echo_json, pass_app, refuse_source_with_all_sources
 from .dataflow_trail import print_trail, search_arguments
 
@@ -62,49 +63,6 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
         echo_json(result_json(result))
         return
     print_result(Console(), result, explain=explain)
-
-
-# A chunk is padding when nothing relates it to the question: no evidence of its own (W_init 0; PageRank then
-# gives every such chunk the same share, 0.25 each of four when nothing matched) or a score that prints as
-# 0.0000, unless it is a direct match (its own words and vector found it).  Issue #37 item 8: padding filled the
-# list up to --top-n.
-_VISIBLE = 0.00005
-
-
-def relevant(hit: Any) -> bool:
-    return hit.direct_match or (hit.weight_init > 0 and hit.score >= _VISIBLE)
-
-
-def placements(hits: list[Any]) -> list[str]:
-    """Why each chunk has its place: "score" when no chunk below it scores more; else why it was placed above
-    higher scores: "direct match" (one of the question's best chunks by its own evidence, kept among the first
-    three) or "coverage" (sag.cover_question: it holds question terms the chunks above it lack)."""
-    out: list[str] = []
-    best_below = float("-inf")
-    for hit in reversed(hits):
-        out.append("score" if hit.score >= best_below else "direct match" if hit.direct_match else "coverage")
-        best_below = max(best_below, hit.score)
-    return out[::-1]
-
-
-PLACED_LEGEND = ("↑ placed above chunks that score more: coverage = it holds question terms the chunks above it "
-                 "lack (sag.cover_question); direct match = one of the question's best chunks by its own words and "
-                 "vector, kept among the first three")
-
-
-def result_json(result: Any) -> dict[str, Any]:
-    """`search --json`: the relevant chunks only (the count left out and why), each with why it has its place."""
-    shown = [hit for hit in result.chunks if relevant(hit)]
-    data = result.to_dict()
-    data["chunks"] = []
-    for hit, placed in zip(shown, placements(shown), strict=True):
-        data["chunks"].append({**hit.to_dict(), "placed_by": placed})
-    data["omitted"] = {"chunks": len(result.chunks) - len(shown),
-                       "reason": "no evidence relating them to the question (W_init 0 or a score below 0.00005)"}
-    rewrite = getattr(result, "rewrite", None)
-    if rewrite is not None:
-        data["rewrite"] = rewrite.to_dict()
-    return data
 
 
 def print_result(console: Console, result: Any, *, explain: bool = False, width: int = 100) -> None:
