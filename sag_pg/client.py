@@ -189,7 +189,9 @@ class SAG:
         the document ``ingest`` made of it (sag_pg.ingest.uris)."""
         from .ingest.uris import candidate_uris
 
-        with self.db.transaction() as conn:
+        # Autocommit: sag.delete_document is one statement and one transaction (on Citus a call outside a
+        # transaction block runs whole on the worker that holds the source); the BM25 queue is folded after.
+        with self.db.connect(autocommit=True) as conn:
             found = catalog.source_id(conn, source)
             return found is not None and any(store.delete_document(conn, found, u) for u in candidate_uris(uri))
 

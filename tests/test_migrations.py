@@ -386,7 +386,7 @@ def test_0015_moves_a_0014_database_to_source_keys_with_nothing_lost(empty_db_ds
         beta_before = {t: conn.execute(f"select count(*) from sag.{t} where source_id = "
                                        "(select id from sag.sources where name = 'beta')").fetchone()
                        for t in ("documents", "events", "event_keys", "chunk_keys", "relations", "relation_events")}
-        assert conn.execute("select sag.delete_document(%s)", [doc]).fetchone() == (True,)
+        assert conn.execute("select sag.delete_document((select source_id from sag.documents where id = %s), %s)", [doc, doc]).fetchone() == (True,)
         assert conn.execute("select count(*) from sag.chunks where document_id = %s", [doc]).fetchone() == (0,)
         assert conn.execute("select count(*) from sag.recall_stats where document_id = %s", [doc]).fetchone() == (0,)
         for table in ("event_keys", "relation_events", "cluster_events"):

@@ -2,7 +2,7 @@
 #37 item 13).
 
 Revision ID: 0017
-Revises: 0015
+Revises: 0020
 Create Date: 2026-11-27
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 from sag_pg.db.sqlfiles import apply_incremental
 
 revision = "0017"
-down_revision = "0015"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 

@@ -34,9 +34,16 @@ def url(app: AppContext) -> None:
 
 
 @db.command()
+@click.option("--distributed/--no-distributed", default=None,
+              help="On a Citus coordinator the schema is distributed by source (the default there); "
+                   "--distributed refuses a database that is not one, --no-distributed leaves the tables "
+                   "on the coordinator.")
 @pass_app
-def upgrade(app: AppContext) -> None:
+def upgrade(app: AppContext, distributed: bool | None) -> None:
     """Create or upgrade the schema (safe to run again, and concurrently).
+
+    On a Citus coordinator the per-source tables are then distributed by source over the workers, sources and
+    settings become reference tables, and one-source functions run on the worker holding the source.
 
     Example:
 
@@ -46,7 +53,7 @@ def upgrade(app: AppContext) -> None:
     from ..db.connection import redact, resolve_dsn
 
     dsn = resolve_dsn(app.settings)
-    head = migrate.upgrade(dsn)
+    head = migrate.upgrade(dsn, distributed=distributed)
     click.echo(f"schema at revision {head} in {redact(dsn)}")
 
 
@@ -96,6 +103,22 @@ def status(app: AppContext, as_json: bool) -> None:
         run = info["reembed"]
         click.echo(f"reembed     unfinished: to {run['name']} (dimension {run['dimension']}), started "
                    f"{run['started_at']} — continue it with `sag-pg db reembed` and that embedder")
+    if info.get("citus"):
+        _echo_citus(info["citus"])
+
+
+def _echo_citus(citus: dict) -> None:  # type: ignore[type-arg]
+    """The Citus part of `db status`: nodes with their sag shards and bytes, and where each source lives."""
+    state = "distributed by source" if citus["distributed"] else "not distributed yet — run `sag-pg db upgrade`"
+    click.echo(f"citus       {citus['citus_version']}, schema {state}")
+    for n in citus["nodes"]:
+        role = "coordinator" if n["group"] == 0 else "worker"
+        flags = "" if n["active"] else " (inactive)"
+        click.echo(f"node        {n['name']}:{n['port']} {role}{flags}: {n['shards']} shards, "
+                   f"{n['bytes'] / 1e6:.1f} MB")
+    for s in citus["sources"]:
+        click.echo(f"source      {s['source']}: on {s['node']}, shard group {s['shard']} "
+                   f"({s['group_bytes'] / 1e6:.1f} MB, shared with the sources hashed alike)")
 
 
 def _echo_missing_indexes(missing: list[str]) -> None:

@@ -179,17 +179,28 @@ def stats(app: AppContext, source: str | None, as_json: bool) -> None:
 @click.option("--create", is_flag=True, help="Create the source if it does not exist (else that is an error).")
 @click.option("--delete", is_flag=True, help="Delete the source with all its documents, events and keys.")
 @click.option("--yes", is_flag=True, help="With --delete: do not ask (asked only on a terminal).")
+@click.option("--aliases", "list_aliases", is_flag=True,
+              help="List the keys linked as one entity under two names (derived at ingest from 'name (other "
+              "name)', or added with --add-aliases); undone pairs are marked.")
+@click.option("--add-aliases", type=click.Path(exists=True, dir_okay=False),
+              help='JSON object {"name": "other name", ...}: link the keys of these names (any type).')
+@click.option("--unalias", "unalias", multiple=True, metavar="NAME=OTHER",
+              help="Undo a link between two keys (repeatable); ingestion does not derive it again.")
+@click.option("--json", "as_json", is_flag=True, help="With --aliases: print JSON.")
 @click.option("--reembed", is_flag=True, help="Re-embed the source's chunks, events and keys with the configured "
               "embedder (resumable; another embedder than the database's: see `sag-pg db reembed`).")
 @pass_app
 def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str | None, no_apply: bool,
            align_trigram: float | None, align_vector: float | None, create: bool, delete: bool, yes: bool,
+           list_aliases: bool, add_aliases: str | None, unalias: tuple[str, ...], as_json: bool,
            reembed: bool) -> None:
-    """Show, change, create or delete a source (its key types, synonyms, key alignment).
+    """Show, change, create or delete a source (its key types, synonyms, key alignment, key aliases).
 
     Example:
 
         sag-pg source research --create --key-type person=1 --key-type drug=1 --synonyms synonyms.json
+
+        sag-pg source default --aliases
     """
     if reembed:
         if key_types or synonyms or align_trigram is not None or align_vector is not None or create or delete:
@@ -197,6 +208,12 @@ def source(app: AppContext, name: str, key_types: tuple[str, ...], synonyms: str
         from .db import run_reembed
 
         run_reembed(app, (name,))
+        return
+    if list_aliases or add_aliases or unalias:
+        from ._aliases import source_aliases
+
+        source_aliases(app, name, list_aliases=list_aliases, add_file=add_aliases, unalias=unalias,
+                       as_json=as_json)
         return
     if delete:
         if key_types or synonyms or align_trigram is not None or align_vector is not None or create:

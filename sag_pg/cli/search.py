@@ -22,7 +22,8 @@ from .dataflow_trail import print_trail, search_arguments
 @click.option("--all-sources", is_flag=True, help="Search every source.")
 @click.option("--top-n", type=TOP_N, default=10, show_default=True,
               help="Chunks returned (chunks that score 0 are not printed); local: the entities of the context.")
-@click.option("--key", "keys", multiple=True, help="A key name to start from (repeatable).")
+@click.option("--key", "keys", multiple=True,
+              help="A key name to start from (repeatable); --strategy local: an entity always included.")
 @click.option("--sql", help="Restriction, e.g. \"key.type = 'time' AND key.value_number >= 2000\".")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--explain", is_flag=True,
@@ -51,7 +52,8 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
     if strategy == "local":  # GraphRAG (sag_pg.graphrag.local); --top-n: its top_k_mapped_entities
         from ..graphrag import LocalParams
 
-        context = app.sag().local_context(query, source=source, params=LocalParams(top_k_entities=top_n))
+        context = app.sag().local_context(query, source=source, params=LocalParams(top_k_entities=top_n,
+                                                                                     include_entities=keys))
         if as_json:
             echo_json(context)
         else:

@@ -3,6 +3,7 @@ function, and the storage of a community hierarchy and its reports."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,14 +207,17 @@ def nearest_reports(conn: psycopg.Connection, query_embedding: npt.NDArray[np.fl
 def local_context(conn: psycopg.Connection, query: str, query_embedding: npt.NDArray[np.float32] | None, *,
                   source: str | None, level: int | None, top_k_entities: int, oversample: float,
                   top_k_relationships: int, max_tokens: int, text_unit_prop: float,
-                  community_prop: float) -> dict[str, Any]:
+                  community_prop: float, include_entities: Sequence[str] | None = None,
+                  exclude_entities: Sequence[str] | None = None) -> dict[str, Any]:
     """sag.local_context."""
     row = conn.execute(
         "select sag.local_context(query => %s, query_embedding => %s, source => %s, level => %s, "
         "top_k_entities => %s, oversample => %s, top_k_relationships => %s, max_tokens => %s, "
-        "text_unit_prop => %s, community_prop => %s)",
+        "text_unit_prop => %s, community_prop => %s, include_entities => %s, exclude_entities => %s)",
         [query, None if query_embedding is None else _vector(query_embedding), source, level, top_k_entities,
-         oversample, top_k_relationships, max_tokens, text_unit_prop, community_prop]).fetchone()
+         oversample, top_k_relationships, max_tokens, text_unit_prop, community_prop,
+         None if include_entities is None else list(include_entities),
+         None if exclude_entities is None else list(exclude_entities)]).fetchone()
     assert row is not None
     return dict(row[0])
 

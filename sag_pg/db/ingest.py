@@ -44,19 +44,28 @@ def document_hashes(conn: psycopg.Connection, source_id: int) -> dict[str, str]:
 
 
 def delete_document(conn: psycopg.Connection, source_id: int, uri: str) -> bool:
-    row = conn.execute(
-        "select sag.delete_document(id) from sag.documents where source_id = %s and uri = %s", [source_id, uri]
-    ).fetchone()
+    # Two statements: on Citus a function that writes distributed tables is not called from a query reading them.
+    found = conn.execute("select id from sag.documents where source_id = %s and uri = %s", [source_id, uri]).fetchone()
+    row = conn.execute("select sag.delete_document(%s, %s)", [source_id, found[0]]).fetchone() if found else None
     deleted = bool(row and row[0])
     if deleted:
         flush_term_stats(conn)
     return deleted
 
 
-def flush_term_stats(conn: psycopg.Connection) -> int:
-    """Fold the queued chunk changes into the BM25 statistics (exact either way; this keeps the queue short)."""
-    row = conn.execute("select sag.flush_term_stats()").fetchone()
-    return int(row[0]) if row else 0
+def flush_term_stats(conn: psycopg.Connection, *, attempts: int = 4) -> int:
+    """Fold the queued chunk changes into the BM25 statistics (exact either way; this keeps the queue short).
+
+    On an autocommit connection a deadlock is retried (the flush is one transaction, rolled back whole): on
+    Citus a flush can meet a shard being moved to another worker in a distributed deadlock."""
+    for attempt in range(1, attempts + 1):
+        try:
+            row = conn.execute("select sag.flush_term_stats()").fetchone()
+            return int(row[0]) if row else 0
+        except psycopg.errors.DeadlockDetected:
+            if not conn.autocommit or attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
 
 
 def pre_retrieve(conn: psycopg.Connection, source_id: int, event_embedding: object, *, direct_k: int = 10,

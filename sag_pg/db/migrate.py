@@ -100,14 +100,24 @@ def schema_status(conn: psycopg.Connection) -> SchemaStatus:
     return SchemaStatus(state, revision, head, functions_current)
 
 
-def upgrade(dsn: str) -> str:
-    """Bring the database at ``dsn`` to the code's schema; safe to run concurrently and repeatedly."""
+def upgrade(dsn: str, *, distributed: bool | None = None) -> str:
+    """Bring the database at ``dsn`` to the code's schema; safe to run concurrently and repeatedly.
+
+    On a Citus coordinator (or with ``distributed=True``, which refuses anything else) the schema is then
+    distributed by source (``sag_pg.db.distribute``); ``distributed=False`` leaves it on the coordinator."""
     # Function-only changes ship without a new revision: alembic/env.py re-applies them at head when their
     # fingerprint changed, under the upgrade lock.
     from alembic import command
 
+    from .distribute import distribute, is_coordinator
+
     with _ALEMBIC_IN_PROCESS:
         command.upgrade(alembic_config(dsn), "head")
+    if distributed is not False:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("set search_path = pg_catalog, pg_temp")
+            if distributed or is_coordinator(conn):
+                distribute(conn)
     return head_revision()
 
 

@@ -57,8 +57,8 @@ def apply_idempotent(conn: psycopg.Connection) -> str:
         conn.execute(with_extension_schemas(path.read_text(encoding="utf-8"), schemas))  # type: ignore[arg-type]
     fingerprint = idempotent_hash()
     conn.execute(
-        "insert into sag.settings (name, value) values ('functions', %s) "
-        "on conflict (name) do update set value = excluded.value, updated_at = now()",
+        "insert into sag.settings (name, value, updated_at) values ('functions', %s, now()) "
+        "on conflict (name) do update set value = excluded.value, updated_at = excluded.updated_at",
         [Jsonb({"hash": fingerprint})],
     )
     return fingerprint

@@ -7,6 +7,7 @@ from typing import Any
 import psycopg
 
 from . import migrate
+from .citus_status import distribution_status
 
 
 def database_status(conn: psycopg.Connection) -> dict[str, Any]:
@@ -27,6 +28,7 @@ def database_status(conn: psycopg.Connection) -> dict[str, Any]:
         "schema_state": schema.state.value,
         "embedder": None,
         "counts": {},
+        "citus": distribution_status(conn),  # None on one PostgreSQL
     }
     if schema.state is not migrate.SchemaState.EMPTY:
         row = conn.execute("select value from sag.settings where name = 'embedder'").fetchone()

@@ -340,6 +340,44 @@ def _ship_spans(text: _Text) -> list[NameSpan]:
     return [NameSpan(m.start(), m.end(), "topic", m.group()) for m in _SHIP_RE.finditer(text.text)]
 
 
+_NAME_DOTS = frozenset("·•・‧")
+_PERSON_FLAGS = ("nr", "nrt", "nrfg")
+
+
+def _transliterated_spans(text: _Text) -> list[NameSpan]:
+    """Foreign names written in Han with a middle dot (玛雅·奥卡福, 英格丽·索尔贝格): the person-tagged words
+    (nr/nrt, up to two a side: 索尔 + 贝格) joined by the dots, one person.  Without this rule only a piece
+    became a key (贝格), and the name could not be linked to its Latin spelling (sag.key_aliases)."""
+    tokens = text.tokens
+    spans: list[NameSpan] = []
+    index = 0
+    while index < len(tokens):
+        if tokens[index].word not in _NAME_DOTS:
+            index += 1
+            continue
+        first = index
+        while first - 1 >= 0 and index - first < 2 and tokens[first - 1].flag in _PERSON_FLAGS:
+            first -= 1
+        last = index
+        while True:  # parts after each dot; a further dot continues the name (a·b·c)
+            stop = last
+            while stop + 1 < len(tokens) and stop - last < 2 and tokens[stop + 1].flag in _PERSON_FLAGS:
+                stop += 1
+            if stop == last:
+                break
+            last = stop
+            if last + 2 < len(tokens) and tokens[last + 1].word in _NAME_DOTS \
+                    and tokens[last + 2].flag in _PERSON_FLAGS:
+                last += 1
+                continue
+            break
+        if first < index and last > index:
+            start, end = tokens[first].start, tokens[last].end
+            spans.append(NameSpan(start, end, "person", text.text[start:end]))
+        index = max(index + 1, last + 1)
+    return spans
+
+
 def _given_name_end(text: _Text, start: int) -> int:
     """End of a given name starting at ``start``: one or two Han characters, not over a stop or a word."""
     end = start
@@ -429,7 +467,8 @@ def chinese_names(text: str, tagged: list[tuple[str, str]], freq: dict[str, int]
     indexed = _Text(text, tokens, freq)
     chosen: list[NameSpan] = []
     taken = [False] * len(text)
-    for group in (_ship_spans(indexed), _suffix_spans(indexed), _person_spans(indexed)):
+    for group in (_transliterated_spans(indexed), _ship_spans(indexed), _suffix_spans(indexed),
+                  _person_spans(indexed)):
         for span in sorted(group, key=lambda s: (s.start - s.end, s.start)):  # longest first
             if not any(taken[span.start : span.end]):
                 chosen.append(span)

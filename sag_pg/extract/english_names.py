@@ -59,6 +59,7 @@ _ORGANIZATION_WORDS = _words(
     maritime insurance trust mining chemicals securities consulting resorts observatory archive archives
     analytics investments fisheries shipyard telecom gazette herald tribune courier seafood seafoods"""
 )
+_PROJECT_WORDS = _words("project projects program programme initiative mission")
 _LOCATION_WORDS = _words(
     """city county state province river mountain mountains mount lake island islands valley street avenue
     road bay sea ocean desert kingdom republic coast peninsula district region park square hills
@@ -316,6 +317,8 @@ def _classify(phrase: _Phrase, name: str) -> str:
         return "topic"  # the research vessel Kronprins Haakon, MS Nordkapp
     if any(w in _ORGANIZATION_WORDS for w in lowered):
         return "organization"
+    if len(lowered) >= 2 and lowered[-1] in _PROJECT_WORDS:
+        return "topic"  # the Aurora Grid Initiative, the Qinglan Project: a project, as 青岚计划 is
     if name.lower() in _GAZETTEER or any(w in _LOCATION_WORDS for w in lowered[1:]):
         return "location"
     if len(lowered) >= 2 and (

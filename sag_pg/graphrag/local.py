@@ -3,7 +3,10 @@ keys, key co-occurrence, chunks and community reports within the token budget); 
 ``graphrag_local`` prompt answers from them.
 
 Defaults are GraphRAG's: 10 entities from 2× oversampling, 10 relationships per entity, 12,000 tokens of
-which 50 % text units (sources) and 15 % community reports, the rest entities and relationships.
+which 50 % text units (sources) and 15 % community reports, the rest entities and relationships.  The entities
+are first the keys the question names (with their aliases in other languages, as ``sag.retrieve`` names them),
+then ``include_entities``, then the nearest keys above the calibrated key floor; ``exclude_entities`` (and their
+aliases) never (GraphRAG's include/exclude entity names).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class LocalParams:
     text_unit_prop: float = 0.5
     community_prop: float = 0.15
     response_type: str = RESPONSE_TYPE
+    include_entities: tuple[str, ...] = ()
+    exclude_entities: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,7 +57,9 @@ def build_local_context(conn: psycopg.Connection, embedder: Embedder, query: str
     return store.local_context(conn, query, vector, source=source, level=params.level,
                                top_k_entities=params.top_k_entities, oversample=params.oversample,
                                top_k_relationships=params.top_k_relationships, max_tokens=params.max_tokens,
-                               text_unit_prop=params.text_unit_prop, community_prop=params.community_prop)
+                               text_unit_prop=params.text_unit_prop, community_prop=params.community_prop,
+                               include_entities=params.include_entities or None,
+                               exclude_entities=params.exclude_entities or None)
 
 
 def local_answer(llm: MeteredLLM, query: str, context: dict[str, Any], *, response_type: str = RESPONSE_TYPE,

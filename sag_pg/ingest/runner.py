@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
+from ..db import aliases
 from ..db import ingest as store
 from ..db.connection import LOCK_TIMEOUT_S, Database, timeouts_as_errors
 from ..errors import DatabaseError, SagError
@@ -108,6 +109,7 @@ class Ingestor:
         store.writer_session(conn, async_commit=self.async_commit)
         source_id = self._init_source(conn)
         known = store.document_hashes(conn, source_id)
+        chunks_before = aliases.last_chunk_id(conn, source_id)
         conn.commit()
         if self.preparer.extractor.uses_pre_retrieval:
             self.preparer.pre_retriever = lambda vec: store.pre_retrieve(reader, source_id, vec)
@@ -145,6 +147,8 @@ class Ingestor:
             if not conn.broken:
                 try:
                     store.flush_term_stats(conn)
+                    if finished:  # keys written "name (other name)" in the new chunks (sag.key_aliases)
+                        aliases.derive_aliases(conn, source_id, after_chunk_id=chunks_before)
                     if bulk:
                         built = time.perf_counter()
                         if store.finish_bulk_load(conn) >= 0:  # -1: another bulk load builds them when it ends

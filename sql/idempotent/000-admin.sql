@@ -57,7 +57,10 @@ language sql
 set search_path = pg_catalog, sag, pg_temp
 as $$
     select pg_advisory_xact_lock(hashtext('sag.vector_indexes'));
-    drop index if exists sag.chunks_embedding_hnsw, sag.events_embedding_hnsw, sag.keys_embedding_hnsw;
+    -- One index a command: Citus drops one distributed object at a time.
+    drop index if exists sag.chunks_embedding_hnsw;
+    drop index if exists sag.events_embedding_hnsw;
+    drop index if exists sag.keys_embedding_hnsw;
 $$;
 comment on function sag.drop_vector_indexes() is
     'Drops the HNSW indexes so a bulk load does not pay for one graph insertion per row; rebuild them with '
@@ -81,6 +84,36 @@ end;
 $$;
 comment on function sag.set_vector_storage(integer) is
     'Sets the storage of the three embedding columns for vectors of this dimension: plain up to 3,000, main above.';
+
+-- The embedding columns are typed halfvec(dimension) when the first embedder is bound, and their storage is
+-- decided as they are made: PostgreSQL 16 takes STORAGE in ADD COLUMN, and Citus propagates ADD/DROP COLUMN to
+-- its shards but refuses SET STORAGE on a distributed table.  An empty column (nothing can be embedded before
+-- the binding) is replaced; a column that holds vectors (typed by hand), or a PostgreSQL 15 server, is altered
+-- in place and its storage set after (ALTER TYPE resets it to the type's EXTENDED).
+create or replace function sag_internal._type_vector_columns(dimension integer)
+returns text
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    mode text := case when dimension <= 3000 then 'plain' else 'main' end;
+    tbl text;
+    filled boolean;
+begin
+    foreach tbl in array array['chunks', 'events', 'keys'] loop
+        execute format('select exists (select 1 from sag.%I where embedding is not null)', tbl) into filled;
+        if not filled and current_setting('server_version_num')::int >= 160000 then
+            execute format('alter table sag.%I drop column embedding, '
+                           'add column embedding @extschema:vector@.halfvec(%s) storage %s', tbl, dimension, mode);
+        else
+            execute format('alter table sag.%I alter column embedding type @extschema:vector@.halfvec(%s)',
+                           tbl, dimension);
+            execute format('alter table sag.%I alter column embedding set storage %s', tbl, mode);
+        end if;
+    end loop;
+    return mode;
+end;
+$$;
 
 create or replace function sag.bound_embedder()
 returns jsonb
@@ -107,11 +140,7 @@ begin
     perform pg_advisory_xact_lock(hashtext('sag.bind_embedder'));
     select value into bound from sag.settings where name = 'embedder';
     if bound is null then
-        execute format('alter table sag.chunks alter column embedding type @extschema:vector@.halfvec(%s)', dimension);
-        execute format('alter table sag.events alter column embedding type @extschema:vector@.halfvec(%s)', dimension);
-        execute format('alter table sag.keys alter column embedding type @extschema:vector@.halfvec(%s)', dimension);
-        -- ALTER TYPE resets the storage to the type's EXTENDED: keep vectors inline (see 003-bm25-stats.sql).
-        perform sag.set_vector_storage(dimension);
+        perform sag_internal._type_vector_columns(dimension);
         perform sag.create_vector_indexes(dimension);
         bound := jsonb_build_object('name', embedder, 'dimension', dimension, 'bound_at', now());
         insert into sag.settings (name, value) values ('embedder', bound);

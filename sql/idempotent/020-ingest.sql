@@ -97,14 +97,16 @@ as $$
              and k.source_id = p_source_id and k.type = u.type
              and sag.key_signature(k.normalized) = sag.key_signature(u.norm)
            order by k.event_count desc, k.id limit 1) reordered on true
-      -- offset 0 keeps the source/type filters outside, so the trigram GIN index drives the lookup.
+      -- offset 0 keeps the type and similarity filters outside, so the trigram GIN index drives the lookup
+      -- (the source filter stays inside: Citus routes a query to one shard only when every reference to a
+      -- distributed table names its source).
       left join lateral (
           select c.id from (
-              select k.id, k.source_id, k.type, @extschema:pg_trgm@.similarity(k.normalized, u.norm) as sim from sag.keys k
+              select k.id, k.type, @extschema:pg_trgm@.similarity(k.normalized, u.norm) as sim from sag.keys k
                where exact.id is null and other_type.id is null and reordered.id is null
-                 and trgm_threshold is not null
+                 and trgm_threshold is not null and k.source_id = p_source_id
                  and u.vs is not null and k.normalized operator(@extschema:pg_trgm@.%) u.norm offset 0) c
-           where c.source_id = p_source_id and c.type = u.type and c.sim >= trgm_threshold
+           where c.type = u.type and c.sim >= trgm_threshold
            order by c.sim desc, c.id limit 1) fuzzy on true
       left join lateral (
           select c.id from (
@@ -164,11 +166,14 @@ begin
       from sag_internal._match_keys(p_source_id, types, normalized, value_strings, embeddings,
                            trgm_threshold, vector_threshold, across_types) m;
 
+    -- (Vectors are cast to halfvec in the SELECT of every INSERT ... SELECT: Citus 14 on PostgreSQL 18 fails with
+    -- "unexpected null value in cached tuple for catalog pg_proc column proargdefaults" on the implicit cast.)
     -- Insert the new ones in a fixed order, so concurrent ingests wait on each other instead of deadlocking.
     -- Across types, one new string key per normalized value: the first of its types in alphabetical order
     -- (whichever document or position named it first).
     insert into sag.keys (source_id, type, name, normalized, value_string, value_number, value_bool, embedding)
-    select p_source_id, i.type, i.name, i.normalized, i.vs, i.vn, i.vb, case when i.vs is not null then i.emb end
+    select p_source_id, i.type, i.name, i.normalized, i.vs, i.vn, i.vb,
+           case when i.vs is not null then i.emb::@extschema:vector@.halfvec end
       from (select distinct on (u.grp, u.normalized) u.*
               from (select v.*, case when across_types and v.vs is not null then '' else v.type end as grp
                       from unnest(types, names, normalized, value_strings, value_numbers, value_bools, embeddings)
@@ -196,7 +201,7 @@ begin
           from (select r.id, min(r.type) as type
                   from unnest(resolved, types, value_strings) as r(id, type, vs)
                  where r.vs is not null and r.id is not null group by r.id) t
-         where k.id = t.id and k.type > t.type and k.value_string is not null
+         where k.source_id = p_source_id and k.id = t.id and k.type > t.type and k.value_string is not null
            and not exists (select 1 from sag.keys o
                             where o.source_id = k.source_id and o.type = t.type and o.normalized = k.normalized);
     end if;
@@ -211,19 +216,22 @@ comment on function sag.resolve_keys(bigint, text[], text[], text[], text[], flo
 
 -- Adds delta to event_count of the given keys, locking rows in id order (no deadlocks between ingests)
 -- and deleting keys left with no event.
-create or replace function sag_internal._adjust_key_counts(key_ids bigint[], deltas integer[])
+drop function if exists sag_internal._adjust_key_counts(bigint[], integer[]);  -- before the source argument
+create or replace function sag_internal._adjust_key_counts(p_source_id bigint, key_ids bigint[], deltas integer[])
 returns void
 language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
-    perform 1 from sag.keys k where k.id = any(key_ids) order by k.id for no key update;
+    perform 1 from sag.keys k where k.source_id = p_source_id and k.id = any(key_ids) order by k.id
+        for no key update;
     update sag.keys k set event_count = k.event_count + d.delta
       from (select u.id, sum(u.delta)::int as delta from unnest(key_ids, deltas) u(id, delta) group by u.id) d
-     where k.id = d.id;
+     where k.source_id = p_source_id and k.id = d.id;
     -- A pinned key (an entity added by hand, sag.add_entity) stays when its last event goes.
-    delete from sag.keys k where k.id = any(key_ids) and k.event_count <= 0 and not k.pinned
-       and not exists (select 1 from sag.event_keys ek where ek.source_id = k.source_id and ek.key_id = k.id);
+    delete from sag.keys k where k.source_id = p_source_id and k.id = any(key_ids) and k.event_count <= 0
+       and not k.pinned
+       and not exists (select 1 from sag.event_keys ek where ek.source_id = p_source_id and ek.key_id = k.id);
 end;
 $$;
 
@@ -232,14 +240,14 @@ $$;
 --   * its chunks' lexemes, queued (-1) for the BM25 statistics (sag.flush_term_stats folds them);
 --   * its events' evidence of relations: co-occurrence relations weaken (n / (n + 1) of the evidence left),
 --     co-occurrence and LLM relations left with no evidence are deleted; stated relations stay.
-create or replace function sag_internal._before_document_delete(p_document_id bigint)
+drop function if exists sag_internal._before_document_delete(bigint);  -- before the source argument
+create or replace function sag_internal._before_document_delete(src bigint, p_document_id bigint)
 returns void
 language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     touched bigint[];
-    src bigint := (select d.source_id from sag.documents d where d.id = p_document_id);
 begin
     insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
     select c.source_id, -1, c.token_count, c.tsv from sag.chunks c
@@ -249,7 +257,7 @@ begin
         delete from sag.relation_events re
          using sag.events e
          where e.source_id = src and e.document_id = p_document_id
-           and re.source_id = e.source_id and re.event_id = e.id
+           and re.source_id = src and re.event_id = e.id
         returning re.source_id, re.relation_id
     ), counted as (
         select g.source_id, g.relation_id, count(*)::int as n from gone g group by g.source_id, g.relation_id
@@ -260,35 +268,37 @@ begin
                              then sag_internal._cooccurrence_weight(greatest(r.evidence_count - c.n, 0))
                              else r.weight end
           from counted c
-         where r.source_id = c.source_id and r.id = c.relation_id and r.origin in ('cooccurrence', 'llm')
+         where r.source_id = src and r.source_id = c.source_id and r.id = c.relation_id
+           and r.origin in ('cooccurrence', 'llm')
         returning r.id, r.evidence_count
     )
     select array_agg(w.id order by w.id) into touched from weakened w where w.evidence_count <= 0;
     if touched is not null then
-        delete from sag.relations r where r.id = any(touched);
+        delete from sag.relations r where r.source_id = src and r.id = any(touched);
     end if;
 end;
 $$;
-comment on function sag_internal._before_document_delete(bigint) is
+comment on function sag_internal._before_document_delete(bigint, bigint) is
     'A document about to be deleted: queues its chunks for the BM25 statistics and takes its events off the '
     'evidence of relations (deleting co-occurrence and LLM relations left with none).';
 
 -- How many events of a document link to each key: what its deletion takes off, or its insertion adds to,
 -- sag.keys.event_count.
-create or replace function sag_internal._document_key_events(p_document_id bigint)
+drop function if exists sag_internal._document_key_events(bigint);  -- before the source argument
+create or replace function sag_internal._document_key_events(p_source_id bigint, p_document_id bigint)
 returns table (key_id bigint, n integer)
 language sql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
     select ek.key_id, count(*)::int from sag.event_keys ek
       join sag.events e on e.source_id = ek.source_id and e.id = ek.event_id
-     where e.source_id = (select d.source_id from sag.documents d where d.id = p_document_id)
-       and e.document_id = p_document_id
+     where e.source_id = p_source_id and ek.source_id = p_source_id and e.document_id = p_document_id
      group by ek.key_id
 
 $$;
 
-create or replace function sag.delete_document(p_document_id bigint)
+drop function if exists sag.delete_document(bigint);  -- before the source argument
+create or replace function sag.delete_document(p_source_id bigint, p_document_id bigint)
 returns boolean
 language plpgsql
 set search_path = pg_catalog, sag, pg_temp
@@ -299,21 +309,21 @@ declare
 begin
     perform sag_internal._wait_for_index_builds();
     select array_agg(x.key_id order by x.key_id), array_agg(-x.n order by x.key_id) into ids, deltas
-      from sag_internal._document_key_events(p_document_id) x;
-    if not exists (select 1 from sag.documents d where d.id = p_document_id) then
+      from sag_internal._document_key_events(p_source_id, p_document_id) x;
+    if not exists (select 1 from sag.documents d where d.source_id = p_source_id and d.id = p_document_id) then
         return false;
     end if;
-    perform sag_internal._before_document_delete(p_document_id);
-    delete from sag.documents where id = p_document_id;
+    perform sag_internal._before_document_delete(p_source_id, p_document_id);
+    delete from sag.documents where source_id = p_source_id and id = p_document_id;
     if ids is not null then
-        perform sag_internal._adjust_key_counts(ids, deltas);
+        perform sag_internal._adjust_key_counts(p_source_id, ids, deltas);
     end if;
     return true;
 end;
 $$;
-comment on function sag.delete_document(bigint) is
-    'Deletes a document with its chunks, events and links, keeps key event counts right and removes keys '
-    'left with no event. Returns false if there was no such document.';
+comment on function sag.delete_document(bigint, bigint) is
+    'Deletes a document (source id, document id) with its chunks, events and links, keeps key event counts '
+    'right and removes keys left with no event. Returns false if there was no such document.';
 
 create or replace function sag.store_document(
     p_source_id bigint, p_uri text, p_title text, p_content text, p_content_hash text, p_summary text,
@@ -334,6 +344,8 @@ declare
     old_deltas integer[] := '{}';
     ids bigint[];
     deltas integer[];
+    link_events bigint[];
+    link_keys bigint[];
 begin
     -- Changed content replaces the old document inside this same transaction.  Its keys' counts are
     -- settled together with the new document's at the end: a key the new text still uses (and that
@@ -341,9 +353,9 @@ begin
     select id into old_id from sag.documents where source_id = p_source_id and uri = p_uri for update;
     if old_id is not null then
         select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(-x.n), '{}') into old_ids, old_deltas
-          from sag_internal._document_key_events(old_id) x;
-        perform sag_internal._before_document_delete(old_id);
-        delete from sag.documents where id = old_id;
+          from sag_internal._document_key_events(p_source_id, old_id) x;
+        perform sag_internal._before_document_delete(p_source_id, old_id);
+        delete from sag.documents where source_id = p_source_id and id = old_id;
     end if;
 
     insert into sag.documents (source_id, uri, title, content, content_hash, summary, metadata,
@@ -354,13 +366,14 @@ begin
 
     insert into sag.chunks (document_id, source_id, ordinal, title, content, start_line, end_line,
                             embedding, tokens, token_count)
-    select doc_id, p_source_id, (c.n - 1)::int, c.title, c.content, c.start_line, c.end_line, c.emb, c.tokens, c.tc
+    select doc_id, p_source_id, (c.n - 1)::int, c.title, c.content, c.start_line, c.end_line,
+           c.emb::@extschema:vector@.halfvec, c.tokens, c.tc
       from unnest(chunk_titles, chunk_contents, chunk_start_lines, chunk_end_lines, chunk_embeddings,
                   chunk_tokens, chunk_token_counts) with ordinality as c(title, content, start_line, end_line,
                                                                           emb, tokens, tc, n);
 
     insert into sag.events (chunk_id, document_id, source_id, ordinal, title, content, event_time, embedding)
-    select ch.id, doc_id, p_source_id, (e.n - 1)::int, e.title, e.content, e.t, e.emb
+    select ch.id, doc_id, p_source_id, (e.n - 1)::int, e.title, e.content, e.t, e.emb::@extschema:vector@.halfvec
       from unnest(event_chunk_ordinals, event_titles, event_contents, event_times, event_embeddings)
            with ordinality as e(chunk_ordinal, title, content, t, emb, n)
       join sag.chunks ch on ch.source_id = p_source_id and ch.document_id = doc_id and ch.ordinal = e.chunk_ordinal;
@@ -378,11 +391,15 @@ begin
     -- The co-occurrence relations its events' links add (in event, key order: concurrent ingests queue).
     -- sag.cooccurrence = off (a session or database setting) skips them for a load followed by
     -- sag.rebuild_cooccurrence().
-    perform sag_internal._cooccur_links(array_agg(ek.event_id order by ek.event_id, ek.key_id),
-                                        array_agg(ek.key_id order by ek.event_id, ek.key_id))
-       from sag.event_keys ek join sag.events ev on ev.source_id = ek.source_id and ev.id = ek.event_id
-      where ev.source_id = p_source_id and ev.document_id = doc_id
-        and coalesce(current_setting('sag.cooccurrence', true), '') <> 'off';
+    -- (The links are read first and passed on: on Citus a function that reads distributed tables must not be
+    -- called from a query that reads them.)
+    if coalesce(current_setting('sag.cooccurrence', true), '') <> 'off' then
+        select array_agg(ek.event_id order by ek.event_id, ek.key_id), array_agg(ek.key_id order by ek.event_id, ek.key_id)
+          into link_events, link_keys
+          from sag.event_keys ek join sag.events ev on ev.source_id = ek.source_id and ev.id = ek.event_id
+         where ev.source_id = p_source_id and ek.source_id = p_source_id and ev.document_id = doc_id;
+        perform sag_internal._cooccur_links(p_source_id, link_events, link_keys);
+    end if;
 
     insert into sag.chunk_keys (source_id, chunk_id, key_id, count)
     select p_source_id, ev.chunk_id, ek.key_id, sum(ek.count)::int
@@ -391,11 +408,11 @@ begin
      group by ev.chunk_id, ek.key_id;
 
     select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.n), '{}') into ids, deltas
-      from sag_internal._document_key_events(doc_id) x;
+      from sag_internal._document_key_events(p_source_id, doc_id) x;
     ids := ids || old_ids;
     deltas := deltas || old_deltas;
     if cardinality(ids) > 0 then
-        perform sag_internal._adjust_key_counts(ids, deltas);
+        perform sag_internal._adjust_key_counts(p_source_id, ids, deltas);
     end if;
     return doc_id;
 end;
@@ -470,3 +487,77 @@ $$;
 comment on function sag.ingest_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], @extschema:vector@.vector[], text[], integer[], integer[], text[], text[], timestamptz[], @extschema:vector@.vector[], text[], text[], text[], text[], float8[], boolean[], @extschema:vector@.vector[], integer[], integer[], integer[], float8, float8, boolean) is
     'One whole document in one call (so one statement is one transaction): sag.resolve_keys for its keys '
     '(parallel arrays), then sag.store_document with links given as (event ordinal, 1-based key position, count).';
+
+-- Per-source access for SQL roles (the policies of migration 0020): a role granted some sources reads only
+-- them through every sag table and function; a role granted none reads every source.  The grants are role
+-- memberships (roles sag_<database>_restricted and sag_<database>_source_<id>, made on first use: the caller
+-- needs CREATEROLE), which Citus copies to every node.
+create or replace function sag.grant_source(source_name text, role_name name)
+returns boolean
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    src bigint := (select s.id from sag.sources s where s.name = source_name);
+    restricted text := format('sag_%s_restricted', current_database());
+    reader text := format('sag_%s_source_%s', current_database(), src);
+    granted boolean;
+begin
+    if src is null then
+        raise exception using errcode = 'P0002', message = format('sag.grant_source: no source named %L', source_name);
+    end if;
+    if to_regrole(quote_ident(role_name)) is null then
+        raise exception using errcode = '42704', message = format('sag.grant_source: no role named %I', role_name);
+    end if;
+    if length(reader) > 63 then
+        raise exception using errcode = '42622',
+            message = format('sag.grant_source: the database name is too long for the role %s', reader);
+    end if;
+    if to_regrole(quote_ident(restricted)) is null then
+        execute format('create role %I nologin', restricted);
+    end if;
+    if to_regrole(quote_ident(reader)) is null then
+        execute format('create role %I nologin', reader);
+    end if;
+    granted := not pg_has_role(role_name, reader, 'member');
+    execute format('grant %I, %I to %I', restricted, reader, role_name);
+    return granted;
+end;
+$$;
+comment on function sag.grant_source(text, name) is
+    'Restricts a role (and its members) to the sources granted to it: after the first grant it reads only them, '
+    'through psql and every sag function.  The role still needs SELECT on the tables (and USAGE on schemas sag '
+    'and sag_internal) as usual; the caller needs CREATEROLE.  '
+    'Example: select sag.grant_source(''finance'', ''analyst_fin'');';
+
+create or replace function sag.revoke_source(source_name text, role_name name)
+returns boolean
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    src bigint := (select s.id from sag.sources s where s.name = source_name);
+    restricted text := format('sag_%s_restricted', current_database());
+    prefix text := format('sag_%s_source_', current_database());
+    reader text := prefix || src;
+    was boolean;
+begin
+    if src is null or to_regrole(quote_ident(reader)) is null or to_regrole(quote_ident(role_name)) is null then
+        return false;
+    end if;
+    was := exists (select 1 from pg_auth_members m
+                    where m.roleid = to_regrole(quote_ident(reader)) and m.member = to_regrole(quote_ident(role_name)));
+    if was then
+        execute format('revoke %I from %I', reader, role_name);
+    end if;
+    -- A role left with no source reads every source again.
+    if not exists (select 1 from pg_auth_members m join pg_roles r on r.oid = m.roleid
+                    where m.member = to_regrole(quote_ident(role_name)) and starts_with(r.rolname, prefix))
+       and to_regrole(quote_ident(restricted)) is not null then
+        execute format('revoke %I from %I', restricted, role_name);
+    end if;
+    return was;
+end;
+$$;
+comment on function sag.revoke_source(text, name) is
+    'Takes a source grant back; a role left with no grant reads every source again.';

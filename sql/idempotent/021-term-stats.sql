@@ -14,37 +14,43 @@ language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
-    folded bigint;
+    folded bigint := 0;
+    n bigint;
+    src bigint;
 begin
     -- One flush at a time: the queue rows and the statistics rows are then always taken in one order.
     perform pg_advisory_xact_lock(hashtext('sag.term_stats'));
-    with moved as (
-        delete from sag.term_stats_pending p returning p.source_id, p.sign, p.token_count, p.tsv
-    ),
-    live as (
-        -- Changes of sources deleted since are dropped (their statistics went with them).
-        select m.* from moved m where exists (select 1 from sag.sources s where s.id = m.source_id)
-    ),
-    terms as (
-        insert into sag.term_stats as ts (term, source_id, df)
-        select d.term, d.source_id, d.delta
-          from (select u.lexeme as term, l.source_id, sum(l.sign)::bigint as delta
-                  from live l, unnest(l.tsv) u group by 1, 2) d
-         where d.delta <> 0
-         order by 1, 2
-        on conflict (term, source_id) do update set df = ts.df + excluded.df
-        returning 1
-    ),
-    totals as (
-        insert into sag.corpus_stats as cs (source_id, chunk_count, token_total)
-        select l.source_id, sum(l.sign), sum(l.sign * l.token_count) from live l group by 1 order by 1
-        on conflict (source_id) do update set chunk_count = cs.chunk_count + excluded.chunk_count,
-                                              token_total = cs.token_total + excluded.token_total
-        returning 1
-    )
-    -- (Data-modifying WITH queries run to completion whether or not they are read.)
-    select count(*) into folded from moved;
-    delete from sag.term_stats where df = 0;
+    -- Source by source, every statement naming it (on Citus each runs on the worker holding the source).
+    -- A deleted source's queued changes went with it (foreign key, migration 0019).
+    for src in select s.id from sag.sources s order by s.id loop
+        with moved as (
+            delete from sag.term_stats_pending p where p.source_id = src
+            returning p.source_id, p.sign, p.token_count, p.tsv
+        ),
+        terms as (
+            insert into sag.term_stats as ts (term, source_id, df)
+            select d.term, src, d.delta
+              from (select u.lexeme as term, sum(l.sign)::bigint as delta
+                      from moved l, unnest(l.tsv) u group by 1) d
+             where d.delta <> 0
+             order by 1
+            on conflict (term, source_id) do update set df = ts.df + excluded.df
+            returning 1
+        ),
+        totals as (
+            insert into sag.corpus_stats as cs (source_id, chunk_count, token_total)
+            select src, sum(l.sign), sum(l.sign * l.token_count) from moved l having count(*) > 0
+            on conflict (source_id) do update set chunk_count = cs.chunk_count + excluded.chunk_count,
+                                                  token_total = cs.token_total + excluded.token_total
+            returning 1
+        )
+        -- (Data-modifying WITH queries run to completion whether or not they are read.)
+        select count(*) into n from moved;
+        if n > 0 then
+            delete from sag.term_stats where source_id = src and df = 0;
+        end if;
+        folded := folded + n;
+    end loop;
     if folded > 0 then
         perform sag.calibrate();
     end if;
@@ -79,16 +85,22 @@ begin
     if sample_percent >= 50 then
         sample_percent := 100;  -- every page: the exact percentile
     end if;
+    -- Grouped by source and joined after (not a subquery per source): Citus runs each aggregate on the
+    -- workers and joins the few result rows with sag.sources.
     with per_source as (
         select k.source_id, percentile_disc(0.99) within group (order by k.event_count) as p99
-          from sag.keys k tablesample system (sample_percent) group by k.source_id)
+          from sag.keys k tablesample system (sample_percent) group by k.source_id
+    ), source_events as (
+        select e.source_id, count(*) as n from sag.events e group by e.source_id
+    )
     select coalesce(jsonb_object_agg(s.id::text, jsonb_build_object(
-               'events', (select count(*) from sag.events e where e.source_id = s.id),
+               'events', coalesce(ev.n, 0),
                'hub_events', greatest(20, coalesce(p.p99, 20)))), '{}')
       into result
-      from sag.sources s left join per_source p on p.source_id = s.id;
-    insert into sag.settings (name, value) values ('calibration', result)
-    on conflict (name) do update set value = excluded.value, updated_at = now();
+      from sag.sources s left join per_source p on p.source_id = s.id left join source_events ev on ev.source_id = s.id;
+    -- (now() in the row, not in DO UPDATE: Citus takes only immutable functions there.)
+    insert into sag.settings (name, value, updated_at) values ('calibration', result, now())
+    on conflict (name) do update set value = excluded.value, updated_at = excluded.updated_at;
     perform sag.calibrate_similarity();  -- the embedder's chance level (035-similarity-floor.sql)
     return result;
 end;

@@ -412,9 +412,26 @@ begin
           from unnest(chunk_ids, chunk_similarities, chunk_text_scores) as u(chunk_id, sim, ts)
          group by u.chunk_id
     ),
+    named_chunks as (
+        -- The query's chunks holding a key the question names (hub_seed_ids, hubs left out: a name shared by
+        -- thousands of events says little about which passage is about it).
+        select distinct ck.chunk_id
+          from sag.keys k
+          join sag.chunk_keys ck on ck.source_id = k.source_id and ck.key_id = k.id
+         where k.id = any (hub_seed_ids) and k.event_count <= max_key_events
+           and ck.chunk_id in (select q.chunk_id from qc q where q.s > 0)
+    ),
     feedback as (
-        -- Pseudo-relevance feedback: the feedback_chunks chunks with the highest s.
-        select q.chunk_id, q.s from qc q where q.s > 0 order by q.s desc, q.chunk_id limit feedback_chunks
+        -- Pseudo-relevance feedback: the feedback_chunks chunks with the highest s, those naming what the
+        -- question names first.  The first hop is the passage about the question's entity, not the one
+        -- sharing most of its other words: for "青岚计划的主持人毕业于哪所大学" the page of 青岚计划 (naming
+        -- its leader), not a university's page where "many engineers graduated" and "projects were led",
+        -- whose keys would fill key-final and lead nowhere.
+        select q.chunk_id, q.s
+          from qc q
+         where q.s > 0
+         order by q.chunk_id in (select n.chunk_id from named_chunks n) desc, q.s desc, q.chunk_id
+         limit feedback_chunks
     ),
     seeds as (
         -- k1: the given seeds, plus every key of the feedback chunks with k1 = s of its chunk; a key given

@@ -175,6 +175,56 @@ as $$
      limit 1
 $$;
 
+-- The Han topic keys a question names.  sag.named_keys takes a Han span as a name only when its key is a
+-- person, organization or location (Chinese has no capitals); a project or a ship (青岚计划, 海燕号) is a topic key
+-- and was never named, so "青岚计划的主持人毕业于哪所大学" started from the passage sharing most of its words
+-- (a university's page saying many engineers graduated there) instead of the project's.  A topic key is taken as
+-- a name on the corpus' own evidence that it is one: a document is about it (titled with its name,
+-- sag_internal._pages_about), or it is linked to a key of another name (sag.key_aliases: the same entity
+-- written in two scripts).  Han spans of 2-16 characters, as sag.named_keys; a hub is left out (a generic
+-- word); a span inside a longer named one is not taken.
+create or replace function sag_internal._named_topics(query text, source_ids bigint[], max_key_events integer,
+                                                      taken bigint[] default '{}')
+returns bigint[]
+language sql stable
+set search_path = pg_catalog, sag, pg_temp
+as $$
+    with runs as (
+        select r.m[1] as run
+          from regexp_matches(normalize(coalesce(query, ''), NFKC), '[' || sag_internal._han_class() || ']{2,}', 'g')
+               as r(m)),
+    spans as (
+        select distinct substr(r.run, i, n) as span
+          from runs r
+         cross join lateral generate_series(1, char_length(r.run) - 1) as i
+         cross join lateral generate_series(2, least(16, char_length(r.run) - i + 1)) as n),
+    spelled as materialized (
+        -- The topic keys spelled in the question (an index probe a span) ...
+        -- (one index scan for all spans: joined to the spans, the planner took generate_series for 10^6
+        -- rows and scanned every key, 0.1 s a question on rgb-zh)
+        select k.id, k.source_id, k.normalized
+          from sag.keys k
+         where k.source_id = any (coalesce(source_ids, array(select x.id from sag.sources x)))
+           and k.normalized = any (array(select s.span from spans s))
+           and k.type = 'topic' and k.value_string is not null
+           and (max_key_events is null or k.event_count <= max_key_events)
+           and k.id <> all (coalesce(taken, '{}'))),
+    found as (
+        -- ... then the evidence that one is a name, for those few only (checked per topic key of the sources
+        -- before the spans were joined, it cost 0.4 s a question on rgb-zh).
+        select k.id, k.normalized
+          from spelled k
+         where exists (select 1 from sag_internal._pages_about(array[k.id]))
+            or exists (select 1 from sag.key_aliases a
+                        where a.source_id = k.source_id and a.key_id = k.id and not a.rejected))
+    select coalesce(array_agg(f.id order by f.id), '{}')
+      from found f
+     where not exists (select 1 from found g where g.normalized <> f.normalized and strpos(g.normalized, f.normalized) > 0)
+       and not exists (select 1 from sag.keys t where t.id = any (coalesce(taken, '{}'))
+                                                    and t.normalized <> f.normalized
+                                                    and strpos(t.normalized, f.normalized) > 0)
+$$;
+
 create or replace function sag.retrieve(
     query text,
     query_embedding @extschema:vector@.vector,
@@ -240,6 +290,9 @@ declare
     bridge bigint;
     named_chunks bigint[];  -- the chunk of each named key in key-final (sag_internal._named_matches)
     named_chunk bigint;
+    pages bigint[];          -- the entity chain: pages about the named keys ...
+    chain bigint[];          -- ... and the bridge pages they lead to
+    top_w float8;
     key_weight float8;
     floors record;
     unknown bigint;
@@ -283,6 +336,14 @@ begin
             -- where the answer is than "Quentin Vance".
             select array_agg(distinct n.key_id) into named
               from sag.named_keys(query, source_ids, max_key_events => max_key_events) n;
+            -- Han topic keys that are names (sag_internal._named_topics), then every key linked to a named
+            -- one (sag.key_aliases: "Qinglan Project" names 青岚计划 too).
+            named := coalesce(named, '{}')
+                     || sag_internal._named_topics(query, source_ids, max_key_events, named);
+            named := named || sag_internal._aliases_of(named);
+            if cardinality(named) = 0 then
+                named := null;
+            end if;
             select s_ids || coalesce(array_agg(k.id order by k.id), '{}'),
                    s_w || coalesce(array_agg(case when k.event_count > max_key_events
                                                   then sag_internal._key_weight(k.type, k.event_count, corpus_events,
@@ -397,6 +458,47 @@ begin
             direct := direct || bridge;
         end if;
     end loop;
+
+    -- The entity chain before the question's words (issue 33 item 2).  The pages about the keys the question
+    -- names (a document titled with the key's name, sag_internal._pages_about; hubs left out), then from each, the page
+    -- about its strongest key the question does not name (sag_internal._second_bridge): the first hop and
+    -- the bridge it leads to.  They rank first, in that order, ahead of every other candidate (weight_init
+    -- raised by 2 and 1 times the strongest weight_init, so the order is (level, weight_init)): a passage
+    -- that only shares the question's other words ("许多工程师毕业于该校" for 某计划的主持人毕业于哪所大学,
+    -- "many engineers graduated from ..." in English) or only mentions the entities ranked above the bridge's
+    -- page before.  Pages only: the corpus says what a document is about by its title; without titles (news)
+    -- nothing changes.
+    if cardinality(coalesce(named, '{}')) > 0 and cardinality(c_ids) > 0 then
+        pages := array(select x.chunk_id
+                         from (select distinct on (u.doc) u.id as chunk_id, u.w
+                                 from unnest(c_ids, c_docs, c_w) as u(id, doc, w)
+                                 join sag_internal._pages_about(array(
+                                          select k.id from sag.keys k
+                                           where k.id = any (named) and k.event_count <= max_key_events)) p
+                                   on p.document_id = u.doc
+                                order by u.doc, u.w desc, u.id) x
+                        order by x.w desc, x.chunk_id);
+        chain := '{}';
+        foreach named_chunk in array pages loop
+            bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, named_chunk, kf_ids, kf_w, named, null);
+            if bridge is not null and bridge <> all (pages) and bridge <> all (chain) then
+                chain := chain || bridge;
+            end if;
+        end loop;
+        if cardinality(pages) > 0 then
+            top_w := (select max(u.w) from unnest(c_w) as u(w));
+            select json_agg(x.r order by (x.r ->> 'weight_init')::float8 desc, (x.r ->> 'chunk_id')::bigint)
+              into chunks
+              from (select case when (e ->> 'chunk_id')::bigint = any (pages)
+                                then e || jsonb_build_object('weight_init', (e ->> 'weight_init')::float8 + 2 * top_w)
+                                when (e ->> 'chunk_id')::bigint = any (chain)
+                                then e || jsonb_build_object('weight_init', (e ->> 'weight_init')::float8 + top_w)
+                                else e end as r
+                      from jsonb_array_elements(chunks::jsonb) e) x;
+            direct := pages || chain || array(select d.id from unnest(direct) with ordinality as d(id, n)
+                                               where d.id <> all (pages) and d.id <> all (chain) order by d.n);
+        end if;
+    end if;
 
     return json_build_object(
         'terms', to_json(tokens),

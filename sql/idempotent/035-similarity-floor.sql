@@ -49,13 +49,15 @@ $$;
 
 -- Correlation of the stored cosines with the hash embedder's over the pairs of a sample of one source's
 -- chunks (the same deterministic sample as the floors); NULL for fewer than 3 chunks (no pairs to compare).
-create or replace function sag_internal._lexical_redundancy(source_id bigint)
+-- (The sample comes as arrays, read by sag.calibrate_similarity first: on Citus a function that reads
+-- distributed tables is not called from a query that reads them.)
+drop function if exists sag_internal._lexical_redundancy(bigint);  -- before the sample arguments
+create or replace function sag_internal._lexical_redundancy(e @extschema:vector@.vector[], h @extschema:vector@.vector[])
 returns float8
-language sql stable
+language sql immutable
 set search_path = pg_catalog, sag, pg_temp
 as $$
-    with sample as (select * from sag_internal._calibration_sample(_lexical_redundancy.source_id)),
-    numbered as (select s.e, s.h, row_number() over () as n from sample s),
+    with numbered as (select s.e, s.h, s.n from unnest(e, h) with ordinality as s(e, h, n)),
     pairs as (select 1 - (a.e operator(@extschema:vector@.<=>) b.e) as model, 1 - (a.h operator(@extschema:vector@.<=>) b.h) as words
                 from numbered a join numbered b on b.n > a.n)
     select case when count(*) >= 3 then greatest(0, least(1, corr(p.model, p.words))) end
@@ -72,18 +74,20 @@ $$;
 -- 0.98-1 on the English sets; all-MiniLM-L6-v2 0.98-1 in English); one that does not is not (all-MiniLM-L6-v2
 -- on Chinese: 0.74), and its low lexical redundancy (0.23) is noise, not independent evidence.  NULL when fewer
 -- than 3 chunks have an embedded event.
-create or replace function sag_internal._embedder_reliability(source_id bigint)
+drop function if exists sag_internal._embedder_reliability(bigint);  -- before the sample arguments
+create or replace function sag_internal._embedder_reliability(source_id bigint, ids bigint[],
+                                                              e @extschema:vector@.vector[], h @extschema:vector@.vector[])
 returns float8
 language sql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
-    with sample as (select * from sag_internal._calibration_sample(_embedder_reliability.source_id)),
+    with sample as (select * from unnest(ids, e, h) as s(id, e, h)),
     picked as (
         -- One event per chunk, chosen before hashing: DISTINCT ON computes its select list for every row.
         select distinct on (ev.chunk_id) ev.chunk_id, ev.embedding::@extschema:vector@.vector as e, ev.title, ev.content
           from sag.events ev
           join sample s on s.id = ev.chunk_id
-         where ev.embedding is not null
+         where ev.source_id = _embedder_reliability.source_id and ev.embedding is not null
          order by ev.chunk_id, hashint8(ev.id)),
     asked as materialized (  -- hashed once, not once per pair of the cross join below
         select p.chunk_id, p.e, sag.embed_hash(p.title || E'\n' || p.content, @extschema:vector@.vector_dims(p.e)) as h
@@ -104,24 +108,39 @@ language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
-    result jsonb;
+    result jsonb := '{}';
+    src bigint;
+    chunks @extschema:vector@.halfvec[];
+    events @extschema:vector@.halfvec[];
+    keys @extschema:vector@.halfvec[];
+    sample_ids bigint[];
+    sample_e @extschema:vector@.vector[];
+    sample_h @extschema:vector@.vector[];
 begin
-    select coalesce(jsonb_object_agg(s.id::text, jsonb_build_object(
-               'chunk', coalesce(sag_internal._chance_cosine(array(
-                   select c.embedding from sag.chunks c where c.source_id = s.id and c.embedding is not null
-                    order by hashint8(c.id) limit 60)), 0),
-               'event', coalesce(sag_internal._chance_cosine(array(
-                   select e.embedding from sag.events e where e.source_id = s.id and e.embedding is not null
-                    order by hashint8(e.id) limit 60)), 0),
-               'key', coalesce(sag_internal._chance_cosine(array(
-                   select k.embedding from sag.keys k where k.source_id = s.id and k.embedding is not null
-                    order by hashint8(k.id) limit 60)), 0),
-               'lexical', coalesce(sag_internal._lexical_redundancy(s.id), 1),
-               'reliability', coalesce(sag_internal._embedder_reliability(s.id), 1))), '{}')
-      into result
-      from sag.sources s;
-    insert into sag.settings (name, value) values ('similarity_floors', result)
-    on conflict (name) do update set value = excluded.value, updated_at = now();
+    -- Source by source, each statement naming it (on Citus each runs on the worker holding the source).
+    for src in select s.id from sag.sources s order by s.id loop
+        select array_agg(x.id order by x.n), array_agg(x.e order by x.n), array_agg(x.h order by x.n)
+          into sample_ids, sample_e, sample_h
+          from (select c.*, row_number() over () as n from sag_internal._calibration_sample(src) c) x;
+        select array_agg(x.embedding order by x.h) into chunks
+          from (select c.embedding, hashint8(c.id) as h from sag.chunks c
+                 where c.source_id = src and c.embedding is not null order by 2 limit 60) x;
+        select array_agg(x.embedding order by x.h) into events
+          from (select e.embedding, hashint8(e.id) as h from sag.events e
+                 where e.source_id = src and e.embedding is not null order by 2 limit 60) x;
+        select array_agg(x.embedding order by x.h) into keys
+          from (select k.embedding, hashint8(k.id) as h from sag.keys k
+                 where k.source_id = src and k.embedding is not null order by 2 limit 60) x;
+        result := result || jsonb_build_object(src::text, jsonb_build_object(
+            'chunk', coalesce(sag_internal._chance_cosine(chunks), 0),
+            'event', coalesce(sag_internal._chance_cosine(events), 0),
+            'key', coalesce(sag_internal._chance_cosine(keys), 0),
+            'lexical', coalesce(sag_internal._lexical_redundancy(sample_e, sample_h), 1),
+            'reliability', coalesce(sag_internal._embedder_reliability(src, sample_ids, sample_e, sample_h), 1)));
+    end loop;
+    -- (now() in the row, not in DO UPDATE: Citus takes only immutable functions there.)
+    insert into sag.settings (name, value, updated_at) values ('similarity_floors', result, now())
+    on conflict (name) do update set value = excluded.value, updated_at = excluded.updated_at;
     return result;
 end;
 $$;

@@ -14,7 +14,8 @@ comment on function sag_internal._cooccurrence_weight(integer) is
 -- relation has no direction; sag.get_related follows it both ways).  Incremental: an existing relation gains
 -- the event as evidence.
 -- Called by the trigger on sag.event_keys (every stored document) and by sag.rebuild_cooccurrence.
-create or replace function sag_internal._cooccur_links(event_ids bigint[], key_ids bigint[])
+drop function if exists sag_internal._cooccur_links(bigint[], bigint[]);  -- before the source argument
+create or replace function sag_internal._cooccur_links(p_source_id bigint, event_ids bigint[], key_ids bigint[])
 returns integer
 language sql
 set search_path = pg_catalog, sag, pg_temp
@@ -28,7 +29,8 @@ as $$
         -- ingest time.
         select ek.source_id, ek.event_id, ek.key_id
           from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
-         where ek.event_id in (select f.event_id from fresh f) and k.type not in ('action', 'time')
+         where ek.source_id = p_source_id and ek.event_id in (select f.event_id from fresh f)
+           and k.type not in ('action', 'time')
     ), pairs as (
         select a.source_id, a.key_id as head, b.key_id as tail, a.event_id
           from entity_links a
@@ -57,7 +59,7 @@ as $$
     )
     select count(*)::int from stored
 $$;
-comment on function sag_internal._cooccur_links(bigint[], bigint[]) is
+comment on function sag_internal._cooccur_links(bigint, bigint[], bigint[]) is
     'Adds the co-occurrence (related_to) relations that new event-key links create between entity keys (every '
     'key type but action and time), or their evidence; returns how many relations were created or strengthened.';
 
@@ -67,12 +69,18 @@ language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
-    n integer;
+    n integer := 0;
+    source bigint;
+    event_ids bigint[];
+    key_ids bigint[];
 begin
-    delete from sag.relations r where r.origin = 'cooccurrence' and (source_ids is null or r.source_id = any(source_ids));
-    select sag_internal._cooccur_links(array_agg(ek.event_id), array_agg(ek.key_id)) into n
-      from sag.event_keys ek
-     where source_ids is null or ek.source_id = any(source_ids);
+    -- One source at a time, each statement naming it (on Citus each runs on the worker holding the source).
+    for source in select s.id from sag.sources s where source_ids is null or s.id = any(source_ids) order by s.id loop
+        delete from sag.relations r where r.source_id = source and r.origin = 'cooccurrence';
+        select array_agg(ek.event_id), array_agg(ek.key_id) into event_ids, key_ids
+          from sag.event_keys ek where ek.source_id = source;
+        n := n + coalesce(sag_internal._cooccur_links(source, event_ids, key_ids), 0);
+    end loop;
     return n;
 end;
 $$;

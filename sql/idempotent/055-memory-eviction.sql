@@ -146,7 +146,7 @@ declare
 begin
     for c in select * from sag.eviction_candidates(policy, source_ids, ttl, max_items, weights, half_life, now()) loop
         if not dry_run then
-            perform sag.delete_document(c.document_id);
+            perform sag.delete_document(c.source_id, c.document_id);
         end if;
         document_id := c.document_id; source_id := c.source_id; uri := c.uri; reason := c.reason; value := c.value;
         return next;

@@ -5,8 +5,15 @@
 -- The budget (max_tokens, sag.estimate_tokens) is split as GraphRAG splits it: community_prop for the reports,
 -- text_unit_prop for the sources, the rest for entities then relationships; each table keeps the longest
 -- prefix of its ranked rows that fits its share (sag.pack_rows).
---   entities:      the top_k_entities keys (with at least one event) nearest to the query embedding, taken from
---                  top_k_entities * oversample nearest keys (GraphRAG's oversample_scaler).
+--   entities:      the keys the question names (issue 33: the same corrected keys as sag.retrieve: sag.named_keys,
+--                  the Han topic keys that are names, and the keys linked to them across languages,
+--                  sag.key_aliases), then the caller's include_entities, then the keys the SAG retrieval seeds
+--                  stage 1 with (sag.match_keys: of the top_k_entities * oversample nearest keys, GraphRAG's
+--                  oversample_scaler, those whose cosine above the sources' calibrated key floor,
+--                  sag.similarity_floors, rescaled, reaches min_similarity, sag.retrieve's match_min_similarity:
+--                  an English question is not mapped to unrelated Chinese keys by chance cosines);
+--                  exclude_entities (and their aliases) never; keys with at least one event; top_k_entities.
+--                  None of these: the nearest keys above the floor, as before.
 --   relationships: in-network pairs (both ends selected) by weight, then out-network pairs by links (how many
 --                  selected entities the outside end co-occurs with), weight; at most top_k_relationships per
 --                  selected entity.
@@ -16,6 +23,9 @@
 --                  whole share of the budget on its own).
 --   sources:       the chunks holding the entities, by the best rank of an entity they hold, then how many
 --                  selected entities they hold.
+
+drop function if exists sag.local_context(text, @extschema:vector@.vector, text, integer, integer, float8, integer,
+                                          integer, float8, float8);
 
 create or replace function sag.local_context(
     query text,
@@ -27,7 +37,10 @@ create or replace function sag.local_context(
     top_k_relationships integer default 10,
     max_tokens integer default 12000,
     text_unit_prop float8 default 0.5,
-    community_prop float8 default 0.15)
+    community_prop float8 default 0.15,
+    include_entities text[] default null,
+    exclude_entities text[] default null,
+    min_similarity float8 default 0.45)
 returns jsonb
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -51,6 +64,10 @@ declare
     h_rep constant text := 'id|title|content';
     h_src constant text := 'id|text';
     tables text[];
+    named bigint[];
+    included bigint[];
+    excluded bigint[];
+    key_floor float8;
 begin
     if (top_k_entities >= 1) is not true then
         raise exception using errcode = '22023',
@@ -86,14 +103,46 @@ begin
     budget_sources := floor(max_tokens * text_unit_prop);
     budget_local := max_tokens - budget_reports - budget_sources;
 
-    -- Entities.
+    -- Entities: named, included, then nearest above the key floor; never excluded.
+    named := array(select distinct n.key_id from sag.named_keys(query, sids) n);
+    named := named || sag_internal._named_topics(query, sids, null, named);
+    named := named || sag_internal._aliases_of(named);
+    included := array(select k.id from unnest(coalesce(include_entities, '{}')) with ordinality as i(name, o)
+                        join sag.keys k on k.normalized = sag_internal._fold_word(i.name)
+                       where (sids is null or k.source_id = any (sids)) order by i.o, k.id);
+    included := included || sag_internal._aliases_of(included);
+    excluded := array(select k.id from unnest(coalesce(exclude_entities, '{}')) as x(name)
+                        join sag.keys k on k.normalized = sag_internal._fold_word(x.name)
+                       where sids is null or k.source_id = any (sids));
+    excluded := excluded || sag_internal._aliases_of(excluded);
+    select f.key into key_floor from sag.similarity_floors(sids) f;
     selected := array(
-        select n.key_id
-          from sag_internal._nearest_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer) n
-          join sag.keys k on k.id = n.key_id
-         where k.event_count > 0
-         order by n.distance, n.key_id
+        select c.key_id
+          from (select distinct on (x.key_id) x.key_id, x.tier, x.o
+                  from (select m.key_id, 0 as tier, m.o::float8 as o
+                          from unnest(named) with ordinality as m(key_id, o)
+                        union all
+                        select m.key_id, 1, m.o::float8 from unnest(included) with ordinality as m(key_id, o)
+                        union all
+                        select n.key_id, 2, 1 - n.similarity
+                          from sag.match_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer,
+                                              min_similarity, coalesce(key_floor, 0)) n) x
+                 order by x.key_id, x.tier, x.o) c
+          join sag.keys k on k.id = c.key_id
+         where k.event_count > 0 and c.key_id <> all (excluded)
+         order by c.tier, c.o, c.key_id
          limit top_k_entities);
+    if cardinality(selected) = 0 then
+        -- Nothing named and no key similar enough: the nearest keys above the floor (GraphRAG's plain local
+        -- search), rather than an empty context (a DRIFT follow-up query may name nothing).
+        selected := array(
+            select n.key_id
+              from sag_internal._nearest_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer) n
+              join sag.keys k on k.id = n.key_id
+             where k.event_count > 0 and 1 - n.distance > coalesce(key_floor, 0) and n.key_id <> all (excluded)
+             order by n.distance, n.key_id
+             limit top_k_entities);
+    end if;
 
     with rows as (
         select e.key_id, e.rank::integer as rank, k.name, k.type,
@@ -236,8 +285,11 @@ begin
                                       'max_tokens', max_tokens));
 end;
 $$;
-comment on function sag.local_context(text, @extschema:vector@.vector, text, integer, integer, float8, integer, integer, float8, float8) is
-    'GraphRAG local search context as JSON: the tables reports, entities (keys), relationships (key '
+comment on function sag.local_context(text, @extschema:vector@.vector, text, integer, integer, float8, integer, integer, float8, float8,
+                                      text[], text[], float8) is
+    'GraphRAG local search context as JSON: the tables reports, entities (keys: those the question names, with '
+    'their aliases across languages, then include_entities, then sag.match_keys'' keys (cosine above the calibrated '
+    'key floor, rescaled, >= min_similarity, as sag.retrieve seeds stage 1); never exclude_entities or their aliases), relationships (key '
     'co-occurrence), sources (chunks), each packed into its share of max_tokens (community_prop, '
     'text_unit_prop, the rest for entities then relationships), and context_text, the -----Table----- text '
     'an LLM is given.  query_embedding NULL: sag.embed_hash(query) (hash-embedder databases only).  level: of '

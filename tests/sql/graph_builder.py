@@ -92,7 +92,8 @@ class GraphBuilder:
 
         self.conn.execute("update sag.keys set event_count = event_count + 1 where id = %s", [key_id])
         # ... and the co-occurrence relations the new link makes.
-        self.conn.execute("select sag_internal._cooccur_links(array[%s::bigint], array[%s::bigint])", [event_id, key_id])
+        self.conn.execute("select sag_internal._cooccur_links((select source_id from sag.events where id = %s), "
+                          "array[%s::bigint], array[%s::bigint])", [event_id, event_id, key_id])
 
     def links(self, event_id: int, *key_ids: int) -> None:
         for key_id in key_ids:

@@ -217,7 +217,7 @@ def test_statistics_stay_exact_through_every_kind_of_write(db_conn: psycopg.Conn
     assert _queued(db_conn) == 0
     check(texts)
     # Deleted by sag.delete_document: still exact, before and after the next flush.
-    assert db_conn.execute("select sag.delete_document(%s)", [docs[0]]).fetchone() == (True,)
+    assert db_conn.execute("select sag.delete_document((select source_id from sag.documents where id = %s), %s)", [docs[0], docs[0]]).fetchone() == (True,)
     del texts[ids[0]]
     check(texts)
     db_conn.execute("select sag.flush_term_stats()")

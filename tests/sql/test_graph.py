@@ -118,9 +118,9 @@ def test_cooccurrence_relations_follow_documents(db_conn: psycopg.Connection) ->
     assert [r[0] for r in _related(db_conn, z, depth=1, direction="out")] == ["X", "Y"]
     assert db_conn.execute("select sag.rebuild_cooccurrence()").fetchone() == (3,)
     assert relations() == [("X", "Y", 2, 2 / 3), ("X", "Z", 1, 0.5), ("Y", "Z", 1, 0.5)]
-    db_conn.execute("select sag.delete_document(%s)", [d2])
+    db_conn.execute("select sag.delete_document((select source_id from sag.documents where id = %s), %s)", [d2, d2])
     assert relations() == [("X", "Y", 1, 0.5), ("X", "Z", 1, 0.5), ("Y", "Z", 1, 0.5)]
-    db_conn.execute("select sag.delete_document(%s)", [d1])
+    db_conn.execute("select sag.delete_document((select source_id from sag.documents where id = %s), %s)", [d1, d1])
     assert relations() == []
     assert db_conn.execute("select count(*) from sag.relation_events").fetchone() == (0,)
 
@@ -148,7 +148,7 @@ def test_pinned_entity_outlives_its_last_event(db_conn: psycopg.Connection) -> N
     gone = g.key(src, "Gone")
     d = g.document(src, "d")
     g.links(g.event(g.chunk(d, "kept gone", None), "kept gone", None), kept, gone)
-    db_conn.execute("select sag.delete_document(%s)", [d])
+    db_conn.execute("select sag.delete_document((select source_id from sag.documents where id = %s), %s)", [d, d])
     assert db_conn.execute("select name, event_count from sag.keys order by name").fetchall() == [("Kept", 0)]
     db_conn.execute("delete from sag.sources")   # the cascade from the source still takes it
     assert db_conn.execute("select count(*) from sag.keys").fetchone() == (0,)
