@@ -74,6 +74,9 @@ class SAG:
 
     def close(self) -> None:
         """Write the pending recall statistics; release the kept search connection and the LLM and embedder HTTP clients."""
+        cached = self.__dict__.get("_cached_llm")
+        if cached is not None:
+            cached.store.close()
         for resource in (self.__dict__.get("memory"), self._llm, self.__dict__.get("embedder")):
             close = getattr(resource, "close", None)
             if callable(close):
@@ -113,8 +116,20 @@ class SAG:
         # Imported here: the extractors load jieba and sumy, which plain `import sag_pg` should not.
         from .ingest.extractors import LLMExtractorAdapter, RulesExtractor
 
-        llm = self.llm
+        llm = self.extraction_llm()
         return LLMExtractorAdapter(llm, prompts_dir=self.settings.prompts_dir) if llm else RulesExtractor()
+
+    def extraction_llm(self) -> LLM | None:
+        """The LLM for ingestion, its extraction answers kept in the database (sag_pg.llm.cache): a document
+        whose ingest failed half-way resumes from the chunks already answered."""
+        if self.llm is None:
+            return None
+        if self.__dict__.get("_cached_llm") is None or self.__dict__["_cached_llm"].llm is not self.llm:
+            from .db.llm_answers import AnswerStore
+            from .llm.cache import CachedLLM
+
+            self._cached_llm = CachedLLM(self.llm, AnswerStore(self.db.dsn))
+        return self._cached_llm
 
     # -- ingestion -------------------------------------------------------------------------------
 
@@ -140,7 +155,7 @@ class SAG:
             self.embedder, extractor,
             concurrency=self.settings.llm_concurrency if self.llm else 1,
         )
-        runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.llm, bulk=bulk,
+        runner = Ingestor(self.db, preparer, source=source, alignment=alignment, llm=self.extraction_llm(), bulk=bulk,
                           async_commit=self.settings.async_commit, allow_duplicates=allow_duplicates)
         with self.db.connect(autocommit=True) as conn:
             new_source = catalog.source_id(conn, source) is None
@@ -265,7 +280,7 @@ class SAG:
         if deep:
             raise QueryError(f"{', '.join(sorted(deep))}: only for deep mode")
         return ask(self.search, self.llm, question, mode=mode, source=source, top_n=top_n, keys=keys, sql=sql,
-                   prompts_dir=self.settings.prompts_dir)
+                   prompts_dir=self.settings.prompts_dir, evidence_tokens=self.settings.evidence_tokens)
 
     def background(self, question: str, sources: Sequence[str] | None) -> dict[str, Any]:
         """The events and keys nearest to ``question`` and the sources' key types (``sag.context_for_query``):

@@ -49,6 +49,8 @@ class Settings:
     # Where JSON requests start in sag_pg.llm.openai_llm.STRUCTURED_OUTPUTS: "json_schema" (falling back by
     # itself where a server refuses it), "json_object+schema", "json_object" or "none" (the prompt alone).
     llm_structured_output: str = "json_schema"
+    # The evidence an LLM answer is given, in estimated tokens (sag_pg.answer.evidence); 0: no budget.
+    evidence_tokens: int = 1500
     # Text put before queries / passages (documents, events, keys) by the embedder; None: the model's
     # known default (E5: "query: " / "passage: ", BGE: its retrieval instruction), "" for none.
     embed_query_prefix: str | None = None
@@ -80,6 +82,8 @@ class Settings:
             values["llm_concurrency"] = int(env["SAG_LLM_CONCURRENCY"])
         if env.get("SAG_LLM_MAX_TOKENS"):
             values["llm_max_tokens"] = int(env["SAG_LLM_MAX_TOKENS"])
+        if env.get("SAG_EVIDENCE_TOKENS"):
+            values["evidence_tokens"] = int(env["SAG_EVIDENCE_TOKENS"])
         # Set but empty is meaningful here: no prefix at all.
         for name in ("embed_query_prefix", "embed_passage_prefix"):
             if "SAG_" + name.upper() in env:

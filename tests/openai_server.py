@@ -5,6 +5,10 @@ body or assistant text, delay, headers) or, when the queue is empty, from a resp
 callable; ``POST /v1/embeddings`` returns deterministic unit vectors. Every request body
 is recorded so tests can assert on the prompts that reached the server.
 
+A request with ``"stream": true`` gets its assistant text as server-sent events, one word a piece, ``gap``
+seconds apart (``delay`` before the first, as a model reads the prompt first); a client that closes the
+connection mid-answer is counted in ``cancelled`` and the rest is not generated, as llama.cpp's server does.
+
 Register the ``openai_server`` fixture with ``pytest_plugins = ["tests.openai_server"]``
 in the top-level conftest, or import it into a test module.
 """
@@ -15,6 +19,7 @@ import base64
 import hashlib
 import json
 import math
+import re
 import struct
 import threading
 import time
@@ -39,6 +44,7 @@ class Scripted:
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     usage: tuple[int, int] | None = (10, 5)
+    gap: float = 0.0  # between two streamed pieces (an unstreamed answer waits for all of them)
 
 
 Responder = Callable[[dict[str, Any]], "str | Scripted | dict[str, Any]"]
@@ -74,6 +80,8 @@ class FakeOpenAIServer:
         self.headers_seen: list[dict[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.cancelled = 0  # streamed answers whose client closed the connection before the end
+        self.pieces_sent = 0
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -166,6 +174,11 @@ class FakeOpenAIServer:
             self.in_flight -= 1
 
 
+def _pieces(content: str) -> list[str]:
+    """An answer in the pieces a model streams: one word (with the space after it) each."""
+    return re.findall(r"\S+\s*|\s+", content) or [""]
+
+
 def _last_user(request: dict[str, Any]) -> str:
     for message in reversed(request.get("messages", [])):
         if message.get("role") == "user":
@@ -234,6 +247,14 @@ class _Handler(BaseHTTPRequestHandler):
             scripted = fake._next_chat(request)
             if scripted.delay:
                 time.sleep(scripted.delay)
+            streamed = (request.get("stream") and scripted.raw is None and scripted.body is None
+                        and scripted.status == 200)
+            if streamed:
+                self._stream(request, scripted)
+                return
+            pieces = _pieces(scripted.content or "")
+            if scripted.gap and len(pieces) > 1:
+                time.sleep(scripted.gap * (len(pieces) - 1))
         finally:
             fake._leave()
         if scripted.raw is not None:
@@ -243,6 +264,38 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             payload = json.dumps(completion(request, scripted.content or "", scripted.usage)).encode()
         self._send(scripted.status, payload, scripted.headers)
+
+    def _stream(self, request: dict[str, Any], scripted: Scripted) -> None:
+        fake = self.fake
+        events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}}]}
+                  for piece in _pieces(scripted.content or "")]
+        if (request.get("stream_options") or {}).get("include_usage") and scripted.usage is not None:
+            events.append({"choices": [], "usage": {"prompt_tokens": scripted.usage[0],
+                                                    "completion_tokens": scripted.usage[1],
+                                                    "total_tokens": sum(scripted.usage)}})
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            for name, value in scripted.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            for n, event in enumerate(events):
+                if n and scripted.gap:
+                    time.sleep(scripted.gap)
+                self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+                with fake._lock:
+                    fake.pieces_sent += 1
+            self._chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            with fake._lock:
+                fake.cancelled += 1  # the client closed the connection: stop generating
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
 
     def _embeddings(self, request: dict[str, Any]) -> None:
         fake = self.fake

@@ -24,10 +24,11 @@ def env(db_dsn: str, openai_server: FakeOpenAIServer, tmp_path: Path) -> dict[st
             "SAG_LLM": "openai:test-model", "SAG_LLM_BASE_URL": openai_server.base_url, "SAG_LLM_MAX_RETRIES": "0"}
 
 
-def _ingest(args: list[str], env: dict[str, str], tmp_path: Path):  # type: ignore[no-untyped-def]
+def _ingest(args: list[str], env: dict[str, str], tmp_path: Path,  # type: ignore[no-untyped-def]
+            text: str = DOCUMENT):
     tmp_path.mkdir(exist_ok=True)
     doc = tmp_path / f"{tmp_path.name}.md"  # its URI is its name: one per folder, or the second run skips it
-    doc.write_text(DOCUMENT, encoding="utf-8")
+    doc.write_text(text, encoding="utf-8")
     # The same text under another name is the same document unless --allow-duplicates (issue #37.1): these
     # tests want the extraction to run again.
     result = CliRunner().invoke(cli, [*args, "ingest", "--quiet", "--allow-duplicates", str(doc)], env=env,
@@ -63,7 +64,8 @@ def test_verbose_names_the_fallback_to_json_object(env: dict[str, str], openai_s
     result = _ingest(["-v"], env, tmp_path)
     assert "structured output json_object+schema; JSON answers by mode: json_object+schema 2" in result.stderr
     openai_server.responder = refusing("json_schema", "json_object+schema")
-    result = _ingest(["-v"], env, tmp_path / "again")
+    # Another text: the same one's extraction answers are kept (sag_pg.llm.cache) and would not be asked again.
+    result = _ingest(["-v"], env, tmp_path / "again", "# Meeting\n\nGrace Hopper met Howard Aiken in Boston.\n")
     assert "structured output json_object; JSON answers by mode: json_object 2" in result.stderr
 
 

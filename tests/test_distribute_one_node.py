@@ -24,6 +24,10 @@ def test_the_first_binding_types_the_columns_with_their_storage(db_dsn: str, dim
     with psycopg.connect(db_dsn) as conn:
         assert conn.execute(_COLUMNS).fetchall() == [
             (t, f"halfvec({dimension})", storage) for t in ("chunks", "events", "keys")]
+        # The column was made anew: the keys' check on it is back.
+        check = conn.execute("select pg_get_constraintdef(oid) from pg_constraint where conrelid = 'sag.keys'::regclass "
+                             "and conname = 'keys_embedding_only_for_strings'").fetchone()
+        assert check == ("CHECK (((embedding IS NULL) OR (value_string IS NOT NULL)))",)
         hnsw = conn.execute("select count(*) from pg_indexes where schemaname = 'sag' "
                             "and indexdef like '%USING hnsw%'").fetchone()
     assert hnsw == ((3,) if dimension <= 4000 else (0,))

@@ -20,7 +20,7 @@ from ..errors import ConfigError, QueryError
 from ..llm.base import Usage
 from ..prompts import render
 from ..search.result import ChunkHit, SearchResult
-from .evidence import Citation, check_citations, citation, format_evidence
+from .evidence import DEFAULT_EVIDENCE_TOKENS, Citation, check_citations, citation, format_evidence
 from .meter import MeteredLLM
 from .schemas import ANSWER_SCHEMA
 
@@ -105,13 +105,15 @@ def repeats_the_example(answer: str, prompt: str) -> bool:
 
 def answer_from_evidence(llm: MeteredLLM, question: str, chunks: Sequence[ChunkHit], *,
                          prompt: str = "answer_json", prompts_dir: Path | None = None,
-                         values: dict[str, object] | None = None, final: bool = False) -> _Written:
-    """The LLM's answer from ``chunks`` with its citations checked against them."""
+                         values: dict[str, object] | None = None, final: bool = False,
+                         evidence_tokens: int = DEFAULT_EVIDENCE_TOKENS) -> _Written:
+    """The LLM's answer from ``chunks`` with its citations checked against them; the evidence shown is
+    budgeted to ``evidence_tokens`` (0: none)."""
     if not chunks:
         return _Written(NO_EVIDENCE_ANSWER, False, "no passage matched the question", [], [],
                         ["the search found no evidence; the LLM was not asked"])
-    rendered = render(prompt, prompts_dir=prompts_dir, query=question, evidence=format_evidence(chunks),
-                      **(values or {}))
+    evidence = format_evidence(chunks, max_tokens=evidence_tokens)
+    rendered = render(prompt, prompts_dir=prompts_dir, query=question, evidence=evidence, **(values or {}))
     data = llm.complete_json(rendered, schema=ANSWER_SCHEMA, purpose=prompt, final=final)
     if repeats_the_example(str(data["answer"]), rendered):
         # A small model may copy the output format's example instead of answering (issue #37: a demo answer
@@ -133,8 +135,10 @@ def answer_from_evidence(llm: MeteredLLM, question: str, chunks: Sequence[ChunkH
 
 def ask(search: Searcher, llm: LLM | None, question: str, *, mode: str = "fast",
         source: str | Sequence[str] | None = DEFAULT_SOURCE, top_n: int = 10, keys: Sequence[str] | None = None,
-        sql: str | None = None, prompts_dir: Path | None = None) -> Answer:
-    """Search, then answer from the top ``top_n`` chunks with citations.
+        sql: str | None = None, prompts_dir: Path | None = None,
+        evidence_tokens: int = DEFAULT_EVIDENCE_TOKENS) -> Answer:
+    """Search, then answer from the top ``top_n`` chunks with citations (shown to the LLM within
+    ``evidence_tokens``, 0: no budget).
 
     ``mode``: ``fast`` (search without LLM, then answer) or ``normal`` (the LLM rewrites the question and
     names its keys first, §3.3); deep mode is :func:`~sag_pg.answer.deep.deep_ask` (``SAG.ask`` chooses).
@@ -150,7 +154,8 @@ def ask(search: Searcher, llm: LLM | None, question: str, *, mode: str = "fast",
     started = time.perf_counter()
     result = search(question, keys=keys, sql=sql, mode=mode, source=source, top_n=top_n)
     searched = time.perf_counter()
-    written = answer_from_evidence(metered, question, result.chunks, prompts_dir=prompts_dir)
+    written = answer_from_evidence(metered, question, result.chunks, prompts_dir=prompts_dir,
+                                   evidence_tokens=evidence_tokens)
     usage: Usage = metered.usage()
     return Answer(
         question=question, mode=mode, text=written.text, sufficient=written.sufficient, missing=written.missing,

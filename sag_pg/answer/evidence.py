@@ -14,12 +14,27 @@ from typing import Any
 
 from ..search.result import ChunkHit
 
-__all__ = ["Citation", "CitationCheck", "check_citations", "citation", "format_evidence", "merge_chunks",
-           "parse_citations"]
+__all__ = ["Citation", "CitationCheck", "check_citations", "citation", "estimate_tokens", "format_evidence",
+           "merge_chunks", "parse_citations"]
 
 MAX_CHUNK_CHARS = 1500
 MAX_EVENTS_PER_CHUNK = 6
 NO_EVIDENCE = "(no passages found)"
+# The evidence an answer prompt carries, in (estimated) tokens (Settings.evidence_tokens, SAG_EVIDENCE_TOKENS):
+# 5 chunks with up to 6 events each made prompts of 1,900-2,500 tokens, 7-17 min a call for a 1.5B model on a
+# CPU (issue #37 item 13).  0: no budget.
+DEFAULT_EVIDENCE_TOKENS = 1500
+# A passage is not started with less room than this left (its heading and a sentence or two).
+_MIN_BLOCK_TOKENS = 40
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens ``text`` costs a BPE tokenizer, estimated without one: a CJK character about one token, other
+    text about four characters a token (English and code with the GPT, Llama and Qwen vocabularies)."""
+    cjk = len(_CJK.findall(text))
+    other = len(text) - cjk
+    return cjk + (other + 3) // 4
 
 # [12], [12, 15], [12，15], [chunk 12], [#12]; not [a], [2a] or Markdown links.
 _MARKER = re.compile(r"\[\s*(?:chunks?\s*|#)?(\d+(?:\s*[,，、;；]\s*(?:chunks?\s*|#)?\d+)*)\s*\](?!\()",
@@ -46,27 +61,68 @@ def citation(hit: ChunkHit) -> Citation:
 
 
 def format_evidence(chunks: Sequence[ChunkHit], *, max_chars: int = MAX_CHUNK_CHARS,
-                    max_events: int = MAX_EVENTS_PER_CHUNK) -> str:
-    """Each chunk as ``[id] title — document`` then its text (cut at ``max_chars``) and its events."""
+                    max_events: int = MAX_EVENTS_PER_CHUNK, max_tokens: int = 0) -> str:
+    """Each chunk as ``[id] title — document`` then its text (cut at ``max_chars``) and its events.
+
+    ``max_tokens`` (0: none) budgets the whole evidence by :func:`estimate_tokens`, best chunk first: a chunk
+    that does not fit loses events, then text (cut at a sentence where it can); chunks with no room left are
+    not shown and a last line says how many.
+    """
     if not chunks:
         return NO_EVIDENCE
-    blocks = []
-    for hit in chunks:
+    blocks: list[str] = []
+    left = max_tokens
+    for n, hit in enumerate(chunks):
         heading = hit.title or hit.document_title or hit.document_uri
         if hit.document_title and hit.document_title != heading:
             heading = f"{heading} — {hit.document_title}"
         text = " ".join(hit.content.split())
         if len(text) > max_chars:
             text = text[:max_chars].rstrip() + " …"
+        events = [f"- {event.get('title') or ''}{_when(event)}: {event.get('content') or ''}"
+                  for event in hit.events[:max_events]]
+        if max_tokens:
+            if blocks and left < _MIN_BLOCK_TOKENS:
+                blocks.append(f"({len(chunks) - n} more passages left out: the evidence budget of {max_tokens} "
+                              "tokens is spent)")
+                break
+            text, events = _fit(f"[{hit.chunk_id}] {heading}", text, events, max(left, _MIN_BLOCK_TOKENS))
         lines = [f"[{hit.chunk_id}] {heading}", text]
-        events = hit.events[:max_events]
         if events:
             lines.append("Events:")
-            for event in events:
-                when = f" ({event['time']})" if event.get("time") else ""
-                lines.append(f"- {event.get('title') or ''}{when}: {event.get('content') or ''}")
-        blocks.append("\n".join(lines))
+            lines.extend(events)
+        block = "\n".join(lines)
+        left -= estimate_tokens(block) + 1
+        blocks.append(block)
     return "\n\n".join(blocks)
+
+
+def _when(event: dict[str, Any]) -> str:
+    return f" ({event['time']})" if event.get("time") else ""
+
+
+def _fit(heading: str, text: str, events: list[str], room: int) -> tuple[str, list[str]]:
+    """The text and events of one passage within ``room`` tokens: events go first (last ones first), then the
+    text is cut, at the end of a sentence when one ends in its second half."""
+    def cost(body: str, kept: list[str]) -> int:
+        return estimate_tokens("\n".join([heading, body, *(["Events:", *kept] if kept else [])]))
+
+    while events and cost(text, events) > room:
+        events = events[:-1]
+    if cost(text, events) <= room:
+        return text, events
+    low, high = 0, len(text)
+    while low < high:  # the longest prefix that fits
+        mid = (low + high + 1) // 2
+        if cost(text[:mid] + " …", []) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    cut = text[:low]
+    end = max(cut.rfind(mark) for mark in (". ", "。", "！", "？", "! ", "? ", "；"))
+    if end >= len(cut) // 2:
+        cut = cut[:end + 1]
+    return cut.rstrip() + " …", []
 
 
 def parse_citations(text: str) -> list[int]:

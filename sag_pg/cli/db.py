@@ -11,7 +11,7 @@ from ._common import AppContext, echo_json, pass_app
 
 @click.group()
 def db() -> None:
-    """Manage the database: url, status, upgrade, stop; a local Citus cluster.
+    """Manage the database: url, psql, status, upgrade, repair, reembed, dump, restore, stop; a Citus cluster.
 
     Example:
 
@@ -98,6 +98,11 @@ def status(app: AppContext, as_json: bool) -> None:
                    f"{c['lexical_redundancy']:.2f}, reliability {c['reliability']:.2f}{doubt}")
     for table, count in info["counts"].items():
         click.echo(f"{table:<11} {count}")
+    _echo_missing_indexes(info.get("missing_vector_indexes") or [])
+    if info.get("reembed"):
+        run = info["reembed"]
+        click.echo(f"reembed     unfinished: to {run['name']} (dimension {run['dimension']}), started "
+                   f"{run['started_at']} — continue it with `sag-pg db reembed` and that embedder")
     if info.get("citus"):
         _echo_citus(info["citus"])
 
@@ -114,6 +119,41 @@ def _echo_citus(citus: dict) -> None:  # type: ignore[type-arg]
     for s in citus["sources"]:
         click.echo(f"source      {s['source']}: on {s['node']}, shard group {s['shard']} "
                    f"({s['group_bytes'] / 1e6:.1f} MB, shared with the sources hashed alike)")
+
+
+def _echo_missing_indexes(missing: list[str]) -> None:
+    """`db status`'s line about missing HNSW indexes (issue #37 item 9), with how to rebuild them."""
+    if missing:
+        click.echo(f"indexes     {len(missing)} of 3 HNSW vector indexes missing ({', '.join(missing)}): searches "
+                   "scan every vector meanwhile — a bulk load is running or was interrupted; rebuild them with "
+                   "`sag-pg db repair` (the next ingest also does)")
+
+
+@db.command()
+@pass_app
+def repair(app: AppContext) -> None:
+    """Rebuild the HNSW vector indexes an interrupted bulk load left missing (the next ingest does it too).
+
+    Example:
+
+        sag-pg db repair
+    """
+    from ..db import ingest as store
+    from ..db.connection import Database
+
+    database = Database.from_settings(app.settings)
+    with database.connect(autocommit=True) as conn:
+        missing = store.missing_vector_indexes(conn)
+        if missing == 0:
+            click.echo("no vector index missing")
+            return
+        click.echo(f"rebuilding {missing} HNSW vector index(es)…", err=True)
+        built = store.repair_vector_indexes(conn)
+        left = store.missing_vector_indexes(conn)
+    if left:
+        raise click.ClickException(f"built {built}; {left} still missing: a bulk load is running and builds them "
+                                   "when it ends")
+    click.echo(f"built {built} vector index(es)")
 
 
 @db.command()
@@ -135,6 +175,125 @@ def stop(app: AppContext) -> None:
         click.echo(f"stopped (pid {orphan}: it was still running although its postmaster.pid had been deleted)")
         return
     click.echo("stopped" if stopped else "not running")
+
+
+@db.command()
+@click.argument("file", type=click.Path(dir_okay=False, writable=True, path_type=Path))
+@pass_app
+def dump(app: AppContext, file: Path) -> None:
+    """Back up the knowledge base into FILE with the bundled pg_dump (sag-pg's schemas only, custom format).
+
+    Works for the embedded server and a SAG_DATABASE_URL server alike (a system pg_dump older than the server
+    refuses it).  Restore with `sag-pg db restore FILE`.
+
+    Example:
+
+        sag-pg db dump kb.dump
+    """
+    from ..db import backup
+    from ..db.connection import resolve_dsn
+
+    size = backup.dump(resolve_dsn(app.settings), file)
+    click.echo(f"dumped to {file} ({size / 1e6:.1f} MB)")
+
+
+@db.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--replace", is_flag=True, help="Replace the sag schema the database already has (default: refuse).")
+@pass_app
+def restore(app: AppContext, file: Path, replace: bool) -> None:
+    """Restore a `sag-pg db dump` FILE with the bundled pg_restore, in one transaction.
+
+    The database (a new SAG_HOME, or an empty SAG_DATABASE_URL database) must have no sag schema yet, unless
+    --replace.  The HNSW indexes are rebuilt as part of the restore; a dump of an older sag-pg is upgraded.
+
+    Example:
+
+        SAG_HOME=~/.sag-pg-copy sag-pg db restore kb.dump
+    """
+    from ..db import backup
+    from ..db.connection import redact, resolve_dsn
+
+    dsn = resolve_dsn(app.settings)
+    click.echo(f"restoring {file} into {redact(dsn)} (the vector indexes are rebuilt: a while for large ones)…",
+               err=True)
+    done = backup.restore(dsn, file, replace=replace)
+    upgraded = f"; schema upgraded to {done.upgraded_to}" if done.upgraded_to else ""
+    click.echo(f"restored (schema revision {done.revision}{upgraded})")
+
+
+@db.command()
+@click.option("--source", "sources", multiple=True, help="Only this source (repeatable): for recomputing one source's "
+              "vectors with the bound embedder; another embedder re-embeds every source. Default: every source.")
+@click.option("--batch", type=click.IntRange(1, 10000), default=256, show_default=True,
+              help="Texts per embedding call (and per transaction).")
+@pass_app
+def reembed(app: AppContext, sources: tuple[str, ...], batch: int) -> None:
+    """Re-embed chunks, events and keys with the configured embedder (SAG_EMBEDDER / --embedder).
+
+    Switches a database made with one embedder to another (another dimension too): the new embedder is bound
+    at once, the vectors are computed in batches with progress on stderr, and the HNSW indexes are built at the
+    end.  Interrupted, it keeps what it did: run it again with the same embedder to continue.
+
+    Example:
+
+        SAG_EMBEDDER=openai:multilingual-e5-small-q4 sag-pg db reembed
+    """
+    run_reembed(app, sources, batch)
+
+
+def run_reembed(app: AppContext, sources: tuple[str, ...], batch: int = 256) -> None:
+    """`db reembed` and `source NAME --reembed`: re-embed with the configured embedder, progress on stderr."""
+    from ..db import catalog
+    from ..db import reembed as runner
+    from ..db.connection import Database
+    from ..embedders import make_embedder
+    from ..errors import NotFoundError
+
+    database = Database.from_settings(app.settings)
+    embedder = make_embedder(app.settings.embedder, app.settings)  # not bound: it may be another one
+    ids = None
+    if sources:
+        with database.connect(autocommit=True) as conn:
+            found = {name: catalog.source_id(conn, name) for name in sources}
+        missing = [name for name, sid in found.items() if sid is None]
+        if missing:
+            raise NotFoundError(f"no source named {missing[0]!r}")
+        ids = [int(sid) for sid in found.values() if sid is not None]
+    report = runner.reembed(database, embedder, source_ids=ids, batch=batch,
+                            progress=lambda line: click.echo(line, err=True))
+    counts = ", ".join(f"{n:,} {table}" for table, n in report.embedded.items())
+    click.echo(f"re-embedded {counts} with {report.embedder} in {report.seconds:.1f} s"
+               + (" (resumed)" if report.resumed else ""))
+
+
+@db.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-c", "--command", "sql_command", metavar="CMD", help="Run this one command (SQL or a psql "
+              "backslash command) and stop; sag-pg fails when it fails.")
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+@pass_app
+def psql(app: AppContext, sql_command: str | None, psql_args: tuple[str, ...]) -> None:
+    """Open the bundled psql on the database (no PostgreSQL client needed); extra arguments go to psql.
+
+    Example:
+
+        sag-pg db psql -c "select document, score from sag.search('Who founded Pixar?', source => 'demo')"
+    """
+    import signal
+    import subprocess
+
+    from ..db import backup
+    from ..db.connection import resolve_dsn
+
+    args = backup.psql_args(resolve_dsn(app.settings), sql_command, psql_args)
+    # Ctrl-C belongs to psql (it cancels the running query); sag-pg waits for psql to end.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code = subprocess.call(args)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if code:
+        raise click.exceptions.Exit(1 if code in (1, 3) else code)
 
 
 @db.group()

@@ -190,13 +190,16 @@ def stats(app: AppContext, source: str | None, as_json: bool) -> None:
 @click.option("--unalias", "unalias", multiple=True, metavar="NAME=OTHER",
               help="Undo a link between two keys (repeatable); ingestion does not derive it again.")
 @click.option("--json", "as_json", is_flag=True, help="With --aliases: print JSON.")
+@click.option("--reembed", is_flag=True, help="Re-embed the source's chunks, events and keys with the configured "
+              "embedder (resumable; another embedder than the database's: see `sag-pg db reembed`).")
 @pass_app
 def source(app: AppContext, name: str, key_types: tuple[str, ...], dataflow_weights: tuple[str, ...],
            synonyms: str | None, no_apply: bool,
            align_trigram: float | None, align_vector: float | None, create: bool, delete: bool, yes: bool,
-           list_aliases: bool, add_aliases: str | None, unalias: tuple[str, ...], as_json: bool) -> None:
+           list_aliases: bool, add_aliases: str | None, unalias: tuple[str, ...], as_json: bool,
+           reembed: bool) -> None:
     """Show, change, create or delete a source (its key types, DataFlow's type weights, synonyms, key alignment,
-    key aliases).
+    key aliases), or re-embed it.
 
     Example:
 
@@ -204,6 +207,14 @@ def source(app: AppContext, name: str, key_types: tuple[str, ...], dataflow_weig
 
         sag-pg source default --aliases
     """
+    if reembed:
+        if (key_types or dataflow_weights or synonyms or align_trigram is not None or align_vector is not None
+                or create or delete):
+            raise click.UsageError("--reembed takes no other setting")
+        from .db import run_reembed
+
+        run_reembed(app, (name,))
+        return
     if list_aliases or add_aliases or unalias:
         from ._aliases import source_aliases
 

@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..search.presentation import PLACED_LEGEND, placements, relevant, result_json
 from ._common import TOP_N, AppContext, count, echo_json, pass_app, refuse_source_with_all_sources
 from .dataflow_trail import print_trail, search_arguments
 
@@ -61,11 +62,7 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
     result = app.sag().search(query, keys=list(keys) or None, sql=sql, mode=mode, source=source, top_n=top_n,
                               **search_arguments(strategy, depth, breadth, focus))
     if as_json:
-        data = result.to_dict()
-        rewrite = getattr(result, "rewrite", None)
-        if rewrite is not None:
-            data["rewrite"] = rewrite.to_dict()
-        echo_json(data)
+        echo_json(result_json(result))
         return
     print_result(Console(), result, explain=explain)
 
@@ -74,15 +71,17 @@ def print_result(console: Console, result: Any, *, explain: bool = False, width:
     rewrite = getattr(result, "rewrite", None)
     if rewrite is not None:
         console.print(f"[dim]rewritten:[/dim] {rewrite.query}  [dim]keys:[/dim] {', '.join(rewrite.keys) or '-'}")
-    # Chunks scoring 0 only fill the list up to --top-n (nothing relates them to the question): not shown.
-    relevant = [hit for hit in result.chunks if hit.score > 0]
-    if not relevant:
+    # Padding (nothing relates it to the question, see relevant()) is not shown.
+    shown = [hit for hit in result.chunks if relevant(hit)]
+    if not shown:
         console.print("[yellow]no results[/yellow]" if not result.chunks else
                       f"[yellow]no relevant results: the {len(result.chunks)} chunks found all scored 0[/yellow]")
-    for rank, hit in enumerate(relevant, start=1):
+    placed = placements(shown)
+    for rank, (hit, why) in enumerate(zip(shown, placed, strict=True), start=1):
         title = hit.title or hit.document_title
-        console.print(f"[bold]{rank}.[/bold] [cyan]{hit.score:.4f}[/cyan]  {hit.document_uri}  [bold]{title}[/bold]",
-                      highlight=False)
+        mark = "" if why == "score" else f" [magenta]↑{why}[/magenta]"
+        console.print(f"[bold]{rank}.[/bold] [cyan]{hit.score:.4f}[/cyan]{mark}  {hit.document_uri}  "
+                      f"[bold]{title}[/bold]", highlight=False)
         console.print(textwrap.indent(textwrap.shorten(hit.content.replace("\n", " "), width=width * 3,
                                                        placeholder=" …"), "    "), highlight=False)
         if explain:
@@ -93,8 +92,10 @@ def print_result(console: Console, result: Any, *, explain: bool = False, width:
             for event in hit.events[:3]:
                 console.print(f"    [green]event[/green] {textwrap.shorten(event['content'], width=width)}",
                               highlight=False)
-    if relevant and len(relevant) < len(result.chunks):
-        console.print(f"[dim]only {len(relevant)} relevant: the other {len(result.chunks) - len(relevant)} chunks "
+    if any(why != "score" for why in placed):
+        console.print(f"[dim]{PLACED_LEGEND}[/dim]", highlight=False)
+    if shown and len(shown) < len(result.chunks):
+        console.print(f"[dim]only {len(shown)} relevant: the other {len(result.chunks) - len(shown)} chunks "
                       "found scored 0[/dim]", highlight=False)
     if explain and result.keys:
         table = Table(title="key-final (the hop trail)", show_lines=False)

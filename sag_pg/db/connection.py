@@ -229,4 +229,6 @@ class Database:
                 diag = exc.diag
                 msg = diag.message_primary or str(exc)
                 hint = f" {diag.message_hint}" if diag.message_hint else ""
-                raise EmbedderMismatchError(f"{msg}.{hint}") from exc
+                # The way forward without another SAG_HOME (issue #37 item 6).
+                raise EmbedderMismatchError(f"{msg}.{hint} Or switch it to this embedder: `sag-pg db reembed` "
+                                            "re-embeds every source (resumable).") from exc

@@ -33,9 +33,9 @@ REFERENCE_TABLES = ("sources", "settings")
 ANCHOR = "documents"
 
 # Tables that stay on the coordinator: a clustering run and its communities may span sources, the import
-# staging rows and alembic's version belong to no source.
+# staging rows, the cache of LLM answers and alembic's version belong to no source.
 COORDINATOR_TABLES = ("alembic_version", "cluster_runs", "clusters", "cluster_events", "community_reports",
-                      "kg_import_rows")
+                      "kg_import_rows", "llm_answers")
 
 # Per-source tables: every other table of schema sag with a source_id column (in its primary key or unique
 # index: migration 0015 and 0019 put it there).

@@ -36,7 +36,22 @@ def database_status(conn: psycopg.Connection) -> dict[str, Any]:
         if schema.state is migrate.SchemaState.CURRENT:
             status["counts"] = dict(conn.execute("select * from sag.table_counts()").fetchall())
             status["calibration"] = calibration(conn)
+            status["missing_vector_indexes"] = missing_vector_indexes(conn)
+            row = conn.execute("select sag.reembed_state()").fetchone()
+            status["reembed"] = row[0] if row else None
     return status
+
+
+_MISSING = """
+select t.tbl || '_embedding_hnsw' from (values ('chunks'), ('events'), ('keys')) t(tbl)
+ where to_regclass(format('sag.%s_embedding_hnsw', t.tbl)) is null and sag.bound_embedder() is not null
+ order by 1"""
+
+
+def missing_vector_indexes(conn: psycopg.Connection) -> list[str]:
+    """The HNSW indexes that are missing (the ones ``sag.missing_vector_indexes()`` counts): a bulk load is
+    running, or one was interrupted before rebuilding them; searches scan meanwhile."""
+    return [name for (name,) in conn.execute(_MISSING).fetchall()]
 
 
 _CALIBRATION = """

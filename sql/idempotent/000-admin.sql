@@ -111,6 +111,12 @@ begin
             execute format('alter table sag.%I alter column embedding set storage %s', tbl, mode);
         end if;
     end loop;
+    -- DROP COLUMN took the keys' check that only string keys have a vector with it.
+    if not exists (select 1 from pg_constraint where conrelid = 'sag.keys'::regclass
+                                                  and conname = 'keys_embedding_only_for_strings') then
+        alter table sag.keys add constraint keys_embedding_only_for_strings
+            check (embedding is null or value_string is not null);
+    end if;
     return mode;
 end;
 $$;

@@ -264,7 +264,14 @@ begin
     given := query_embedding is not null;
     query_embedding := sag_internal._psql_query_embedding(query, query_embedding, 'sag.search', hint);
     if source is not null then
-        sids := sag.source_ids(array[source]);
+        begin
+            sids := sag.source_ids(array[source]);
+        exception when no_data_found then  -- psql shows this line first: name the function the user called
+            raise exception using errcode = 'P0002', message = format('sag.search: no source named %L', source),
+                hint = 'Pass source => one of: ' || coalesce((select string_agg(quote_literal(s.name), ', '
+                                                               order by s.name) from sag.sources s), 'none yet')
+                       || ' (or NULL for all sources).';
+        end;
     end if;
     expanded := sag.expand_question(query, sids);  -- the sources' synonyms, as the Python client does
     if expanded is distinct from query then

@@ -123,7 +123,7 @@ def test_upgrade_distributes_every_per_source_table_by_source(clusters: tuple[st
     assert rows["sag.sources"] == rows["sag.settings"] == "n:"  # reference tables
     assert colocations == (1,)  # one co-location group: every join on source_id stays on one worker
     on_coordinator = {"sag.alembic_version", "sag.cluster_runs", "sag.clusters", "sag.cluster_events",
-                      "sag.community_reports", "sag.kg_import_rows"}
+                      "sag.community_reports", "sag.kg_import_rows", "sag.llm_answers"}
     assert set(tables) == expected_hash | {"sag.sources", "sag.settings"} | on_coordinator
 
 
@@ -185,7 +185,7 @@ def test_a_one_source_ingest_runs_whole_on_the_worker_that_holds_the_source(clus
     from sag_pg.ingest.prepare import DocumentPreparer
     from sag_pg.ingest.readers import document_from_text
 
-    url, sag = clusters
+    _, sag = clusters
     prepared = DocumentPreparer(sag.embedder, sag.extractor()).prepare(
         document_from_text("Ines Okafor opened an office in Tromsø.", uri="tromso.md", origin="tromso.md"))
     messages: list[str] = []
@@ -261,7 +261,7 @@ def test_a_search_on_the_distributed_schema_is_one_clear_error(clusters: tuple[s
     url, _ = clusters
     env = {**os.environ, "SAG_DATABASE_URL": url, "SAG_HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, "-m", "sag_pg", "search", "Who founded Halvard Systems?",
-                           "--source", "tech"], env=env, capture_output=True, text=True, timeout=300)
+                           "--source", "tech"], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 1, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: this command is not yet planned for a schema "
@@ -274,9 +274,8 @@ def test_a_worker_added_and_rebalanced_onto_during_reads_and_writes_changes_noth
     sees what it saw before, and the database holds what it held plus what was written meanwhile."""
     import threading
 
-    from tests.citus.test_citus_lane import _cluster_in_home
-
     from sag_pg.db import citus_local
+    from tests.citus.test_citus_lane import _cluster_in_home
 
     url, sag = clusters
     cluster = _cluster_in_home(url)
