@@ -59,7 +59,7 @@ def test_a_granted_role_reads_only_its_sources(two_sources: SAG, db_dsn: str) ->
     assert _as(db_dsn, role, "select name from sag.sources") == [("finance",)]
     for table in ("documents", "chunks", "events", "keys", "event_keys", "relations", "term_stats",
                   "corpus_stats"):
-        seen = _as(db_dsn, role, f"select distinct source_id from sag.{table}")  # noqa: S608 - fixed names
+        seen = _as(db_dsn, role, f"select distinct source_id from sag.{table}")
         assert len(seen) == 1, table
     # sag.search runs as its caller: the other source is unknown to the role, its own answers.
     assert {d for d, *_ in _as(db_dsn, role, "select document from sag.search('Who leads Halvard Systems?', "
