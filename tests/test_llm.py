@@ -127,7 +127,7 @@ def test_retry_after_is_honoured_and_capped(openai_server: FakeOpenAIServer, mak
     assert llm.complete_text("q") == "ok"
     elapsed = time.monotonic() - started
     assert sleeps == [pytest.approx(0.05), pytest.approx(0.2), pytest.approx(0.03)]
-    assert 0.28 <= elapsed < 2.0
+    assert elapsed >= 0.28  # the sleeps happened; no upper bound (a loaded machine is slower)
 
 
 def test_timeouts_are_retried_then_raise(openai_server: FakeOpenAIServer, make: MakeLLM) -> None:
@@ -234,7 +234,7 @@ def test_queued_requests_to_a_one_at_a_time_server_do_not_time_out(openai_server
     for t in threads:
         t.join()
     assert answers == ["ok"] * 4
-    assert 1.6 <= time.monotonic() - started < 4.0
+    assert time.monotonic() - started >= 1.6  # the server's pace; no upper bound on a loaded machine
     assert openai_server.chat_count == 4  # nothing retried
 
 
