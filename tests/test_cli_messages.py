@@ -166,5 +166,7 @@ def test_search_local_honours_top_n(env: dict[str, str], tmp_path: Path) -> None
         assert result.exit_code == 0, result.output
         return len(json.loads(result.stdout)["entities"])
 
-    assert entities() > 2
-    assert entities("--top-n", "2") == 2
+    # The entities are the keys the question names (Halvard Berg, lighthouse), then keys above the calibrated
+    # floor (issue #33 item 4): at least the two names; --top-n caps them.
+    assert entities() >= 2
+    assert entities("--top-n", "1") == 1

@@ -448,10 +448,11 @@ def test_a_named_entitys_page_leads_to_the_page_about_what_it_names(db_conn: psy
     result = db_conn.execute("select sag.retrieve(%s, %s::vector, array[%s]::bigint[])",
                              ["When was the works of Zorvan founded?", Q, s]).fetchone()[0]
     assert result["named_keys"] == [zorvan]
-    assert result["direct_matches"] == [noise, about_zorvan, about_quillet]
+    # The entity chain first (issue #33 item 2): the named entity's page, the page it leads to, then the rest.
+    assert result["direct_matches"] == [about_zorvan, about_quillet, noise]
     # Without a page about the company, nothing is followed from Zorvan's page.
     db_conn.execute("update sag.documents set title = 'Opening years' where id = (select document_id from "
                     "sag.chunks where id = %s)", [about_quillet])
     result = db_conn.execute("select sag.retrieve(%s, %s::vector, array[%s]::bigint[])",
                              ["When was the works of Zorvan founded?", Q, s]).fetchone()[0]
-    assert result["direct_matches"] == [noise, about_zorvan]
+    assert result["direct_matches"] == [about_zorvan, noise]

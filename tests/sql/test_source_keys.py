@@ -71,7 +71,8 @@ def test_every_foreign_key_between_per_source_tables_matches_source_id(db_conn: 
         ("sag.chunk_keys", "sag.keys"), ("sag.relations", "sag.keys"), ("sag.relations", "sag.keys"),
         ("sag.relations", "sag.events"), ("sag.relation_events", "sag.relations"),
         ("sag.relation_events", "sag.events"), ("sag.key_tags", "sag.keys"), ("sag.key_tags", "sag.tags"),
-        ("sag.recall_stats", "sag.documents"), ("sag.kg_names", "sag.keys"), ("sag.cluster_events", "sag.events")])
+        ("sag.recall_stats", "sag.documents"), ("sag.kg_names", "sag.keys"), ("sag.cluster_events", "sag.events"),
+        ("sag.key_aliases", "sag.keys"), ("sag.key_aliases", "sag.keys")])
     assert [(t, name, pairs) for t, name, _, pairs in into_per_source if "source_id->source_id" not in pairs] == []
     # Foreign keys of per-source tables to other tables are those to sag.sources (distributed: a reference table).
     others = {(t, target) for t, _, target, _ in rows if t in per_source and target not in per_source}
