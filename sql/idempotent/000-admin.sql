@@ -85,12 +85,14 @@ $$;
 comment on function sag.set_vector_storage(integer) is
     'Sets the storage of the three embedding columns for vectors of this dimension: plain up to 3,000, main above.';
 
--- The embedding columns are typed halfvec(dimension) when the first embedder is bound, and their storage is
--- decided as they are made: PostgreSQL 16 takes STORAGE in ADD COLUMN, and Citus propagates ADD/DROP COLUMN to
--- its shards but refuses SET STORAGE on a distributed table.  An empty column (nothing can be embedded before
--- the binding) is replaced; a column that holds vectors (typed by hand), or a PostgreSQL 15 server, is altered
--- in place and its storage set after (ALTER TYPE resets it to the type's EXTENDED).
-create or replace function sag_internal._type_vector_columns(dimension integer)
+-- The embedding columns typed halfvec(dimension): when the first embedder is bound, and by a reembed to another
+-- dimension (discard: the old vectors go).  Their storage is decided as they are made: PostgreSQL 16 takes
+-- STORAGE in ADD COLUMN, and Citus propagates ADD/DROP COLUMN to its shards but refuses SET STORAGE on a
+-- distributed table.  An empty (or discarded) column is replaced; a column that holds vectors to keep (typed by
+-- hand), or any column on PostgreSQL 15, is altered in place and its storage set after (ALTER TYPE resets it to
+-- the type's EXTENDED).  DROP COLUMN takes the keys' check on the column with it: it is put back.
+drop function if exists sag_internal._type_vector_columns(integer);  -- before the discard argument
+create or replace function sag_internal._type_vector_columns(dimension integer, discard boolean default false)
 returns text
 language plpgsql
 set search_path = pg_catalog, sag, pg_temp
@@ -102,16 +104,15 @@ declare
 begin
     foreach tbl in array array['chunks', 'events', 'keys'] loop
         execute format('select exists (select 1 from sag.%I where embedding is not null)', tbl) into filled;
-        if not filled and current_setting('server_version_num')::int >= 160000 then
+        if (discard or not filled) and current_setting('server_version_num')::int >= 160000 then
             execute format('alter table sag.%I drop column embedding, '
                            'add column embedding @extschema:vector@.halfvec(%s) storage %s', tbl, dimension, mode);
         else
-            execute format('alter table sag.%I alter column embedding type @extschema:vector@.halfvec(%s)',
-                           tbl, dimension);
+            execute format('alter table sag.%I alter column embedding type @extschema:vector@.halfvec(%s)%s',
+                           tbl, dimension, case when discard then ' using null' else '' end);
             execute format('alter table sag.%I alter column embedding set storage %s', tbl, mode);
         end if;
     end loop;
-    -- DROP COLUMN took the keys' check that only string keys have a vector with it.
     if not exists (select 1 from pg_constraint where conrelid = 'sag.keys'::regclass
                                                   and conname = 'keys_embedding_only_for_strings') then
         alter table sag.keys add constraint keys_embedding_only_for_strings

@@ -28,7 +28,6 @@ declare
     pending jsonb;
     same boolean;
     left_out text;
-    tbl text;
 begin
     if embedder is null or embedder = '' then
         raise exception using errcode = '22023', message = 'sag.begin_reembed: embedder name must not be empty';
@@ -75,28 +74,9 @@ begin
         update sag.keys k set embedding = null
          where k.value_string is not null and (source_ids is null or k.source_id = any(source_ids));
     else
-        -- New empty columns of the new type, their storage decided as they are made (PostgreSQL 16+ takes STORAGE
-        -- in ADD COLUMN; Citus propagates DROP/ADD COLUMN to its shards but refuses SET STORAGE on a distributed
-        -- table); PostgreSQL 15 retypes in place and sets the storage after.
-        foreach tbl in array array['chunks', 'events', 'keys'] loop
-            if current_setting('server_version_num')::int >= 160000 then
-                execute format('alter table sag.%I drop column embedding, '
-                               'add column embedding @extschema:vector@.halfvec(%s) storage %s', tbl, dimension,
-                               case when dimension <= 3000 then 'plain' else 'main' end);
-            else
-                execute format('alter table sag.%I alter column embedding type @extschema:vector@.halfvec(%s) '
-                               'using null', tbl, dimension);
-            end if;
-        end loop;
-        if current_setting('server_version_num')::int < 160000 then
-            perform sag.set_vector_storage(dimension);
-        end if;
-        -- DROP COLUMN took the keys' check that only string keys have a vector with it.
-        if not exists (select 1 from pg_constraint where conrelid = 'sag.keys'::regclass
-                                                      and conname = 'keys_embedding_only_for_strings') then
-            alter table sag.keys add constraint keys_embedding_only_for_strings
-                check (embedding is null or value_string is not null);
-        end if;
+        -- New empty columns of the new type (sag_internal._type_vector_columns: storage decided as they are
+        -- made, the keys' check kept).
+        perform sag_internal._type_vector_columns(dimension, discard => true);
         update sag.settings
            set value = jsonb_build_object('name', embedder, 'dimension', dimension, 'bound_at', now(),
                                           'previous', bound - 'previous'),
