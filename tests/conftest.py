@@ -82,6 +82,18 @@ def sag(db_dsn: str, tmp_path):  # type: ignore[no-untyped-def]
     return SAG(settings=Settings(database_url=db_dsn, home=tmp_path / "unused-home"))
 
 
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, db_dsn: str, tmp_path) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The offline defaults on the test database (no other SAG_ setting of the caller's), for in-process and
+    subprocess runs of the CLI alike."""
+    for name in list(os.environ):
+        if name.startswith("SAG_") and name != "SAG_TEST_DATABASE_URL":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("SAG_DATABASE_URL", db_dsn)
+    monkeypatch.setenv("SAG_HOME", str(tmp_path / "home"))
+    return dict(os.environ)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Stop the embedded server this session started, unless another session's databases are in use (it was
     found running hours after the tests, its parent gone)."""

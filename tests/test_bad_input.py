@@ -19,7 +19,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from sag_pg.cli import main
 from sag_pg.db.connection import raw_connect
 from sag_pg.errors import ConfigError, InputError
 from sag_pg.ingest.readers import (
@@ -29,28 +28,11 @@ from sag_pg.ingest.readers import (
     count_documents,
     read_inputs,
 )
+from tests.cli_support import run_cli as _cli
 
 GOOD = "Ada Lovelace met Charles Babbage in London in 1833."
 
 
-@pytest.fixture
-def cli_env(monkeypatch: pytest.MonkeyPatch, db_dsn: str, tmp_path: Path) -> dict[str, str]:
-    """The offline defaults on the test database, for in-process and subprocess runs alike."""
-    for name in list(os.environ):
-        if name.startswith("SAG_") and name != "SAG_TEST_DATABASE_URL":
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("SAG_DATABASE_URL", db_dsn)
-    monkeypatch.setenv("SAG_HOME", str(tmp_path / "home"))
-    return dict(os.environ)
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """``sag-pg ARGS`` in this process, through the same entry point as the console script."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return int(exit_info.value.code or 0), out, err
 
 
 def _subprocess(args: list[str], env: dict[str, str], *, input: bytes | None = None,

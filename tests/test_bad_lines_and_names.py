@@ -13,36 +13,19 @@ newline, a control or a bidi character (accepted, so one-line errors split and `
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from sag_pg.cli import main
 from sag_pg.errors import InputError
+from tests.cli_support import run_cli as _cli
 
 NS = "http://rdf.freebase.com/ns/"
 XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 
 
-@pytest.fixture
-def cli_env(monkeypatch: pytest.MonkeyPatch, db_dsn: str, tmp_path: Path) -> dict[str, str]:
-    for name in list(os.environ):
-        if name.startswith("SAG_") and name != "SAG_TEST_DATABASE_URL":
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("SAG_DATABASE_URL", db_dsn)
-    monkeypatch.setenv("SAG_HOME", str(tmp_path / "home"))
-    return dict(os.environ)
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err, err
-    return int(exit_info.value.code or 0), out, err
 
 
 def _error_lines(err: str) -> list[str]:
