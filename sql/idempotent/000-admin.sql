@@ -101,6 +101,7 @@ declare
     mode text := case when dimension <= 3000 then 'plain' else 'main' end;
     tbl text;
     filled boolean;
+    retyped boolean := false;
 begin
     foreach tbl in array array['chunks', 'events', 'keys'] loop
         execute format('select exists (select 1 from sag.%I where embedding is not null)', tbl) into filled;
@@ -110,15 +111,35 @@ begin
         else
             execute format('alter table sag.%I alter column embedding type @extschema:vector@.halfvec(%s)%s',
                            tbl, dimension, case when discard then ' using null' else '' end);
-            execute format('alter table sag.%I alter column embedding set storage %s', tbl, mode);
+            retyped := true;
         end if;
     end loop;
+    if retyped then
+        perform sag.set_vector_storage(dimension);
+    end if;
     if not exists (select 1 from pg_constraint where conrelid = 'sag.keys'::regclass
                                                   and conname = 'keys_embedding_only_for_strings') then
         alter table sag.keys add constraint keys_embedding_only_for_strings
             check (embedding is null or value_string is not null);
     end if;
     return mode;
+end;
+$$;
+
+-- An embedder's name and dimension as sag.bind_embedder and sag.begin_reembed take them (22023 otherwise).
+create or replace function sag_internal._check_embedder(caller text, embedder text, dimension integer)
+returns void
+language plpgsql immutable
+set search_path = pg_catalog, sag, pg_temp
+as $$
+begin
+    if embedder is null or embedder = '' then
+        raise exception using errcode = '22023', message = format('%s: embedder name must not be empty', caller);
+    end if;
+    if dimension is null or dimension < 1 or dimension > 16000 then
+        raise exception using errcode = '22023',
+            message = format('%s: dimension must be between 1 and 16000, got %s', caller, dimension);
+    end if;
 end;
 $$;
 
@@ -136,13 +157,7 @@ as $$
 declare
     bound jsonb;
 begin
-    if embedder is null or embedder = '' then
-        raise exception using errcode = '22023', message = 'sag.bind_embedder: embedder name must not be empty';
-    end if;
-    if dimension is null or dimension < 1 or dimension > 16000 then
-        raise exception using errcode = '22023',
-            message = format('sag.bind_embedder: dimension must be between 1 and 16000, got %s', dimension);
-    end if;
+    perform sag_internal._check_embedder('sag.bind_embedder', embedder, dimension);
     -- Two first-time clients may bind at once; the first one decides, the second compares.
     perform pg_advisory_xact_lock(hashtext('sag.bind_embedder'));
     select value into bound from sag.settings where name = 'embedder';

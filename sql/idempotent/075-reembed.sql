@@ -29,13 +29,7 @@ declare
     same boolean;
     left_out text;
 begin
-    if embedder is null or embedder = '' then
-        raise exception using errcode = '22023', message = 'sag.begin_reembed: embedder name must not be empty';
-    end if;
-    if dimension is null or dimension < 1 or dimension > 16000 then
-        raise exception using errcode = '22023',
-            message = format('sag.begin_reembed: dimension must be between 1 and 16000, got %s', dimension);
-    end if;
+    perform sag_internal._check_embedder('sag.begin_reembed', embedder, dimension);
     perform pg_advisory_xact_lock(hashtext('sag.bind_embedder'));
     pending := sag.reembed_state();
     if pending is not null then
