@@ -62,9 +62,8 @@ select con.conrelid::regclass::text, con.conname, pg_catalog.pg_get_constraintde
 DISTRIBUTED_FUNCTIONS = ("sag.ingest_document", "sag.store_document", "sag.delete_document", "sag.resolve_keys")
 
 _FUNCTIONS = """
-select p.oid::regprocedure::text, a.name
+select p.oid::regprocedure::text, p.proargnames[1]
   from pg_catalog.pg_proc p
-  cross join lateral (select p.proargnames[1] as name) a
  where p.pronamespace::regnamespace::text || '.' || p.proname = any (%s::text[])
    and p.proargtypes[0] = 'bigint'::regtype
    and not exists (select 1 from pg_catalog.pg_dist_object o
@@ -86,11 +85,9 @@ def is_coordinator(conn: psycopg.Connection) -> bool:
     """Citus is installed and this node is its coordinator (group 0) with at least one active worker."""
     if citus_version(conn) is None:
         return False
-    row = conn.execute("select count(*) filter (where groupid = 0), count(*) filter (where groupid <> 0 and isactive "
-                       "and noderole = 'primary') from pg_catalog.pg_dist_node").fetchone()
-    assert row is not None
-    local = conn.execute("select pg_catalog.citus_is_coordinator()").fetchone()
-    return bool(local and local[0]) and int(row[1]) > 0
+    row = conn.execute("select pg_catalog.citus_is_coordinator() and exists (select 1 from pg_catalog.pg_dist_node "
+                       "where groupid <> 0 and isactive and noderole = 'primary')").fetchone()
+    return bool(row and row[0])
 
 
 @dataclass
