@@ -92,5 +92,4 @@ def user_error(exc: BaseException) -> SagError | None:
 
 # What Citus says of a query it cannot plan over distributed tables (sqlstate 0A000).
 _CITUS_UNPLANNED = ("complex joins are only supported", "could not create distributed plan",
-                    "cannot perform a lateral outer join", "cannot push down", "correlated subqueries are not",
-                    "cannot execute a distributed query from a query on a shard")
+                    "cannot perform a lateral outer join", "cannot push down", "correlated subqueries are not")
