@@ -21,7 +21,7 @@ from sag_pg.llm.openai_llm import OpenAILLM
 from tests import openai_server as fake_openai
 from tests.integrity import violations
 from tests.openai_server import FakeOpenAIServer
-from tests.test_bad_input import _cli, cli_env  # noqa: F401  (cli_env is a fixture)
+from tests.cli_support import run_cli as _cli
 
 openai_server = fake_openai.openai_server
 
@@ -156,7 +156,7 @@ def test_extract_relations_stores_llm_relations_with_their_event(sag, openai_ser
     assert sag.graph.relation_counts() == []
 
 
-def test_cli_graph_and_memory(cli_env: dict[str, str], capsys: pytest.CaptureFixture[str],  # noqa: F811
+def test_cli_graph_and_memory(cli_env: dict[str, str], capsys: pytest.CaptureFixture[str],
                                tmp_path: Path) -> None:
     assert _cli(capsys, "graph", "add", "Ada Lovelace", "--type", "person", "--tag", "Math")[0] == 0
     assert _cli(capsys, "graph", "add", "Charles Babbage", "--type", "person")[0] == 0
