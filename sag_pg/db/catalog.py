@@ -30,39 +30,43 @@ def update_source_config(conn: psycopg.Connection, source: int, patch: dict[str,
 
 def list_sources(conn: psycopg.Connection) -> list[dict[str, Any]]:
     """Every source with its documents, events and keys, by name."""
-    rows = conn.execute(
-        """select s.name, s.created_at,
-                  (select count(*) from sag.documents d where d.source_id = s.id),
-                  (select count(*) from sag.events e where e.source_id = s.id),
-                  (select count(*) from sag.keys k where k.source_id = s.id)
-             from sag.sources s order by s.name"""
-    ).fetchall()
-    return [{"name": r[0], "created_at": r[1], "documents": r[2], "events": r[3], "keys": r[4]} for r in rows]
+    # One count per table, grouped by source (on Citus each runs on every worker at once), then joined here.
+    counts = {table: dict(conn.execute(f"select source_id, count(*) from sag.{table} group by source_id").fetchall())
+              for table in ("documents", "events", "keys")}
+    rows = conn.execute("select s.id, s.name, s.created_at from sag.sources s order by s.name").fetchall()
+    return [{"name": r[1], "created_at": r[2], "documents": counts["documents"].get(r[0], 0),
+             "events": counts["events"].get(r[0], 0), "keys": counts["keys"].get(r[0], 0)} for r in rows]
 
 
 def source_figures(conn: psycopg.Connection, source: str | None) -> dict[str, int]:
     """Documents, chunks, events, keys and LLM tokens of one source (None: all); P0002 if it is unknown."""
-    row = conn.execute(
-        """select count(distinct d.id), (select count(*) from sag.chunks c where c.source_id = any(ids)),
-                  (select count(*) from sag.events e where e.source_id = any(ids)),
-                  (select count(*) from sag.keys k where k.source_id = any(ids)),
-                  coalesce(sum(d.prompt_tokens), 0), coalesce(sum(d.completion_tokens), 0)
-             from (select coalesce(sag.source_ids(%s), array(select id from sag.sources)) as ids) s
-             left join sag.documents d on d.source_id = any(s.ids)
-            group by s.ids""",
-        [[source] if source else None],
-    ).fetchone()
-    assert row is not None
-    return {"documents": row[0], "chunks": row[1], "events": row[2], "keys": row[3],
-            "prompt_tokens": row[4], "completion_tokens": row[5]}
+    ids = _ids(conn, source)
+    documents = conn.execute(
+        "select count(*), coalesce(sum(d.prompt_tokens), 0), coalesce(sum(d.completion_tokens), 0) "
+        "from sag.documents d where d.source_id = any(%s)", [ids]).fetchone()
+    assert documents is not None
+    figures = {"documents": documents[0]}
+    for table in ("chunks", "events", "keys"):
+        row = conn.execute(f"select count(*) from sag.{table} where source_id = any(%s)", [ids]).fetchone()
+        figures[table] = row[0] if row else 0
+    figures.update(prompt_tokens=documents[1], completion_tokens=documents[2])
+    return figures
+
+
+def _ids(conn: psycopg.Connection, source: str | None) -> list[int]:
+    """The id of ``source`` (P0002 from sag.source_ids if unknown), or of every source: resolved apart, so that
+    a statement over distributed tables names its sources by value (Citus routes it by them)."""
+    row = conn.execute("select coalesce(sag.source_ids(%s), array(select id from sag.sources order by id))",
+                       [[source] if source else None]).fetchone()
+    return list(row[0]) if row and row[0] else []
 
 
 def key_type_counts(conn: psycopg.Connection, source: str | None) -> dict[str, int]:
     """Keys per type of one source (None: all), most first."""
     rows = conn.execute(
         """select k.type, count(*) from sag.keys k
-            where k.source_id = any(coalesce(sag.source_ids(%s), array(select id from sag.sources)))
+            where k.source_id = any(%s)
             group by k.type order by count(*) desc""",
-        [[source] if source else None],
+        [_ids(conn, source)],
     ).fetchall()
     return dict(rows)

@@ -135,20 +135,19 @@ def store_run(conn: psycopg.Connection, *, source_id: int | None, params: dict[s
 # -- which events --------------------------------------------------------------------------------------------
 
 
-def selection_query(selection: EventSelection) -> tuple[sql.Composed, dict[str, Any]]:
-    """The query ``(id, source_id, label)`` of the chosen events, ordered by id, and its parameters."""
+def selection_query(selection: EventSelection, source_id: int | None = None) -> tuple[sql.Composed, dict[str, Any]]:
+    """The query ``(id, source_id, label)`` of the chosen events, ordered by id, and its parameters;
+    ``source_id``: the id of ``selection.source`` (resolved first: on Citus a statement over distributed tables
+    names its source by value, not through a function reading sag.sources)."""
     where: list[sql.Composable] = []
     params: dict[str, Any] = {}
     if selection.source is not None:
-        # sag.source_ids raises P0002 for an unknown name.
-        where.append(sql.SQL("e.source_id = any (sag.source_ids(array[%(source)s]::text[]))"))
-        params["source"] = selection.source
+        where.append(sql.SQL("e.source_id = %(source_id)s"))
+        params["source_id"] = source_id
     if selection.documents:
         where.append(sql.SQL("(e.source_id, e.document_id) in (select d.source_id, d.id from sag.documents d "
                              "where d.uri = any (%(uris)s)"
-
-                             + (" and d.source_id = any (sag.source_ids(array[%(source)s]::text[])))"
-                                if selection.source is not None else ")")))
+                             + (" and d.source_id = %(source_id)s)" if selection.source is not None else ")")))
         params["uris"] = list(selection.documents)
     if selection.since is not None:
         where.append(sql.SQL("e.event_time >= %(since)s"))
@@ -176,11 +175,15 @@ def selection_query(selection: EventSelection) -> tuple[sql.Composed, dict[str, 
 
 def select_events(conn: psycopg.Connection, selection: EventSelection) -> SelectedEvents:
     """Run the selection; an unknown source is an :class:`InputError`, so is an empty result."""
-    query, params = selection_query(selection)
-    try:
-        rows = conn.execute(query, params).fetchall()
-    except psycopg.errors.NoDataFound as exc:  # P0002 from sag.source_ids
-        raise InputError(exc.diag.message_primary or str(exc)) from exc
+    source_id = None
+    if selection.source is not None:
+        try:
+            row = conn.execute("select (sag.source_ids(array[%s]::text[]))[1]", [selection.source]).fetchone()
+        except psycopg.errors.NoDataFound as exc:  # P0002 from sag.source_ids
+            raise InputError(exc.diag.message_primary or str(exc)) from exc
+        source_id = int(row[0]) if row and row[0] is not None else None
+    query, params = selection_query(selection, source_id)
+    rows = conn.execute(query, params).fetchall()
     if not rows:
         described = ", ".join(f"{k}={v}" for k, v in selection.describe().items()) or "all events"
         raise InputError(f"no events to cluster ({described})")

@@ -67,6 +67,14 @@ def hierarchy_run(conn: psycopg.Connection, source: str | None) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
+def sequential_writes(conn: psycopg.Connection) -> None:
+    """For the rest of the transaction, statements over distributed tables use one connection per node: on
+    Citus the community tables stay on the coordinator with a foreign key to a reference table, and Citus
+    refuses to write them after a parallel read in the same transaction.  (On one PostgreSQL a placeholder
+    setting, without effect.)  Call it first in a fresh transaction."""
+    conn.execute("set local citus.multi_shard_modify_mode to 'sequential'")
+
+
 def store_hierarchy(conn: psycopg.Connection, *, source_id: int | None, params: dict[str, Any], event_count: int,
                     modularity: float | None, communities: list[Community]) -> int:
     """Store a hierarchy run, its communities (parents before children) and their events; returns the run id
@@ -155,14 +163,15 @@ def store_reports(conn: psycopg.Connection, reports: list[NewReport]) -> None:
     with conn.cursor() as cur:
         cur.executemany(
             "insert into sag.community_reports (cluster_id, kind, title, summary, findings, rating, "
-            "rating_explanation, full_content, membership_hash, embedding, prompt_tokens, completion_tokens) "
-            "values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "rating_explanation, full_content, membership_hash, embedding, prompt_tokens, completion_tokens, "
+            "created_at) values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now()) "
             "on conflict (cluster_id) do update set kind = excluded.kind, title = excluded.title, "
             "summary = excluded.summary, findings = excluded.findings, rating = excluded.rating, "
             "rating_explanation = excluded.rating_explanation, full_content = excluded.full_content, "
             "membership_hash = excluded.membership_hash, embedding = excluded.embedding, "
             "prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, "
-            "created_at = now()",
+            # (not now() here: Citus takes only immutable functions in DO UPDATE SET)
+            "created_at = excluded.created_at",
             [(r.cluster_id, r.kind, r.title, r.summary, Jsonb(r.findings), r.rating, r.rating_explanation,
               r.full_content, r.membership_hash,
               None if r.embedding is None else "[" + ",".join(f"{x:.6g}" for x in r.embedding.tolist()) + "]",

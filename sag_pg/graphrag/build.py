@@ -141,7 +141,9 @@ def build_communities(db: Database, embedder: Embedder, selection: EventSelectio
                     or f"community {level}.{ordinal}",
                     parent=None if parent is None else offsets[level - 1] + parent))
         phase("top_keys")
+        conn.commit()  # the reads so far: the writes below start a transaction of their own
         with conn.transaction():
+            store.sequential_writes(conn)
             run_id = store.store_hierarchy(
                 conn, source_id=clustering.source_id, event_count=clustering.event_count,
                 modularity=g.modularity(clustering.graph, {e: i for i, m in enumerate(levels[0]) for e in m}),
@@ -161,7 +163,9 @@ def build_communities(db: Database, embedder: Embedder, selection: EventSelectio
         phase("reports")
         vectors = embedder.embed([f"{d.title}\n{d.summary}" for d in drafts]) if drafts else np.zeros((0, 1))
         phase("embed")
+        conn.commit()
         with conn.transaction():
+            store.sequential_writes(conn)
             store.store_reports(conn, [
                 store.NewReport(c["id"], d.kind, d.title, d.summary, d.findings, d.rating, d.rating_explanation,
                                 d.full_content, c["membership_hash"], vectors[i], d.prompt_tokens,

@@ -145,9 +145,14 @@ $$;
 
 create or replace function sag.bound_embedder()
 returns jsonb
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
-as $$ select value from sag.settings where name = 'embedder' $$;
+as $$
+#variable_conflict use_column
+begin
+    return ( select value from sag.settings where name = 'embedder');
+end
+$$;
 
 create or replace function sag.bind_embedder(embedder text, dimension integer)
 returns jsonb
@@ -190,14 +195,18 @@ comment on function sag.bound_embedder() is
 
 create or replace function sag.table_counts()
 returns table (table_name text, row_count bigint)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select 'sources', count(*) from sag.sources
     union all select 'documents', count(*) from sag.documents
     union all select 'chunks', count(*) from sag.chunks
     union all select 'events', count(*) from sag.events
     union all select 'keys', count(*) from sag.keys
-    union all select 'event_keys', count(*) from sag.event_keys
+    union all select 'event_keys', count(*) from sag.event_keys;
+end
 $$;
 comment on function sag.table_counts() is 'Exact row counts of the main sag tables.';

@@ -84,12 +84,15 @@ create or replace function sag_internal._match_keys(
     p_source_id bigint, types text[], normalized text[], value_strings text[], embeddings @extschema:vector@.vector[],
     trgm_threshold float8, vector_threshold float8, across_types boolean)
 returns table (ord integer, key_id bigint)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 -- Planned as a generic plan, the trigram test would scan sag.keys sequentially (the planner cannot see
 -- the threshold); the indexes are always the right way in.
 set enable_seqscan = off
 as $$
+#variable_conflict use_column
+begin
+    return query
     select u.n::int, coalesce(exact.id, other_type.id, reordered.id, fuzzy.id, near.id)
       from unnest(types, normalized, value_strings, embeddings) with ordinality as u(type, norm, vs, emb, n)
       left join lateral (
@@ -124,7 +127,8 @@ as $$
                  and vector_threshold is not null and u.emb is not null
                  and k.source_id = p_source_id and k.type = u.type and k.embedding is not null
                order by k.embedding operator(@extschema:vector@.<=>) u.emb limit 1) c
-           where 1 - c.distance >= vector_threshold) near on true
+           where 1 - c.distance >= vector_threshold) near on true;
+end
 $$;
 
 create or replace function sag.resolve_keys(
@@ -296,14 +300,17 @@ comment on function sag_internal._before_document_delete(bigint, bigint) is
 drop function if exists sag_internal._document_key_events(bigint);  -- before the source argument
 create or replace function sag_internal._document_key_events(p_source_id bigint, p_document_id bigint)
 returns table (key_id bigint, n integer)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select ek.key_id, count(*)::int from sag.event_keys ek
       join sag.events e on e.source_id = ek.source_id and e.id = ek.event_id
      where e.source_id = p_source_id and ek.source_id = p_source_id and e.document_id = p_document_id
-     group by ek.key_id
-
+     group by ek.key_id;
+end
 $$;
 
 drop function if exists sag.delete_document(bigint);  -- before the source argument
@@ -434,9 +441,12 @@ comment on function sag.store_document(bigint, text, text, text, text, text, jso
 create or replace function sag.pre_retrieve(
     event_embedding @extschema:vector@.vector, p_source_id bigint, direct_k integer default 10, similar_n integer default 3)
 returns jsonb
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select jsonb_build_object(
         'direct_keys', coalesce((
             select jsonb_agg(jsonb_build_object('type', d.type, 'name', d.name) order by d.distance)
@@ -456,7 +466,8 @@ as $$
             select jsonb_agg(t order by t) from (
                 select jsonb_object_keys(s.config -> 'key_types') as t from sag.sources s where s.id = p_source_id
                 union
-                select distinct k.type from sag.keys k where k.source_id = p_source_id) types), '[]'::jsonb))
+                select distinct k.type from sag.keys k where k.source_id = p_source_id) types), '[]'::jsonb)));
+end
 $$;
 comment on function sag.pre_retrieve(@extschema:vector@.vector, bigint, integer, integer) is
     'Pre-retrieval for key extraction (sag-algorithm 1.3): the event''s top-K similar keys (direct_keys), '

@@ -116,15 +116,19 @@ comment on function sag.calibrate() is
 -- Without a calibration (nothing ingested through sag-pg yet): events NULL (no specificity) and 20.
 create or replace function sag.calibration(source_ids bigint[] default null)
 returns table (events bigint, hub_events integer)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select sum((c.value ->> 'events')::bigint)::bigint, coalesce(max((c.value ->> 'hub_events')::integer), 20)
       from sag.settings st
       left join lateral jsonb_each(st.value) c on source_ids is null or c.key::bigint = any (source_ids)
      where st.name = 'calibration'
     union all
-    select null, 20 where not exists (select 1 from sag.settings where name = 'calibration')
+    select null, 20 where not exists (select 1 from sag.settings where name = 'calibration');
+end
 $$;
 comment on function sag.calibration(bigint[]) is
     'The stored calibration (sag.calibrate) of the given sources, NULL = all: events (sum) and hub_events '
@@ -156,16 +160,20 @@ comment on function sag.rebuild_term_stats() is
 -- N (chunks) and the average chunk length (tokens) of the given sources, NULL = all.
 create or replace function sag.bm25_corpus(source_ids bigint[] default null)
 returns table (n float8, avgdl float8)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select coalesce(sum(x.chunks), 0)::float8, (sum(x.tokens) / nullif(sum(x.chunks), 0))::float8
       from (select cs.chunk_count as chunks, cs.token_total as tokens from sag.corpus_stats cs
              where source_ids is null or cs.source_id = any (source_ids)
             union all
             select p.sign, p.sign * p.token_count from sag.term_stats_pending p
              where (source_ids is null or p.source_id = any (source_ids))
-               and exists (select 1 from sag.sources s where s.id = p.source_id)) x
+               and exists (select 1 from sag.sources s where s.id = p.source_id)) x;
+end
 $$;
 comment on function sag.bm25_corpus(bigint[]) is
     'BM25 corpus statistics of the given sources (NULL = all): n = number of chunks, avgdl = average '
@@ -174,9 +182,12 @@ comment on function sag.bm25_corpus(bigint[]) is
 -- Document frequency of each term over the given sources, NULL = all.
 create or replace function sag.bm25_df(terms text[], source_ids bigint[] default null)
 returns table (term text, df float8)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select t.term,
            coalesce((select sum(ts.df) from sag.term_stats ts
                       where ts.term = t.term and (source_ids is null or ts.source_id = any (source_ids))), 0)::float8
@@ -184,7 +195,8 @@ as $$
                       where p.tsv @@ sag_internal._lexeme_query(t.term)
                         and (source_ids is null or p.source_id = any (source_ids))
                         and exists (select 1 from sag.sources s where s.id = p.source_id)), 0)::float8
-      from unnest(terms) as t(term)
+      from unnest(terms) as t(term);
+end
 $$;
 comment on function sag.bm25_df(text[], bigint[]) is
     'Document frequency (chunks holding the lexeme) of each term over the given sources (NULL = all), exact: '

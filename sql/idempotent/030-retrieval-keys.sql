@@ -30,10 +30,14 @@ drop function if exists sag_internal._require(boolean, text);
 -- entry points raise P0002 naming it, as an unknown id would otherwise just find nothing.
 create or replace function sag_internal._unknown_source_id(source_ids bigint[])
 returns bigint
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
-    select s.id from unnest(source_ids) s(id) where not exists (select 1 from sag.sources x where x.id = s.id) limit 1
+#variable_conflict use_column
+begin
+    return (
+    select s.id from unnest(source_ids) s(id) where not exists (select 1 from sag.sources x where x.id = s.id) limit 1);
+end
 $$;
 
 -- sag.match_keys gained name and type columns: a new return type needs the old function dropped.
@@ -287,16 +291,19 @@ create or replace function sag_internal._activate(
     threshold float8, top_n integer, max_key_events integer, corpus_events bigint default null,
     soft_hubs boolean default false)
 returns table (key_id bigint, weight float8)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 -- A few hundred to a few thousand key lookups: by primary key, not by a hash join over all keys.
 set enable_seqscan = off
 as $$
+#variable_conflict use_column
+begin
+    return query
     with activated as (
         select ek.source_id, ek.key_id, sum(e.w) as w
           from unnest(event_ids, event_weights) as e(event_id, w)
           join sag.event_keys ek on ek.event_id = e.event_id
-         where e.w > 0
+         where e.w > 0 and (source_ids is null or ek.source_id = any (source_ids))
          group by ek.source_id, ek.key_id
     ),
     key_types as (
@@ -326,7 +333,8 @@ as $$
     )
     select k.key_id, k.w / sum(k.w) over () as weight
       from kept k
-     order by k.w desc, k.key_id
+     order by k.w desc, k.key_id;
+end
 $$;
 
 create or replace function sag.activate_keys(
@@ -359,6 +367,11 @@ declare
     ev_w float8[];
     -- Weight of the BM25 part in an event's relevance: only when the query's chunks are given.
     etw float8 := case when chunk_ids is null then 0 else text_weight end;
+    -- The sources (all when source_ids is NULL): every table read below names them, so that on Citus each
+    -- statement for one source runs on the worker holding it.
+    srcs bigint[] := coalesce(source_ids, array(select x.id from sag.sources x order by x.id));
+    near_ids bigint[];
+    near_distances float8[];
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.activate_keys: query_embedding must not be NULL';
@@ -407,6 +420,11 @@ begin
                                                feedback_chunks);
     end if;
 
+    -- The event_limit events nearest to the query (HNSW), read first: a function reading tables is not called
+    -- inside a statement over distributed tables.
+    select coalesce(array_agg(n.event_id), '{}'), coalesce(array_agg(n.distance), '{}') into near_ids, near_distances
+      from sag_internal._nearest_events(query_embedding, srcs, event_limit, event_filter) n;
+
     with qc as (
         -- The query's own chunks (sag.query_chunks): s(c, Q) and the BM25 part text_score.
         select u.chunk_id, max((1 - text_weight) * coalesce(u.sim, 0) + text_weight * coalesce(u.ts, 0)) as s,
@@ -419,8 +437,8 @@ begin
         -- thousands of events says little about which passage is about it).
         select distinct ck.chunk_id
           from sag.keys k
-          join sag.chunk_keys ck on ck.source_id = k.source_id and ck.key_id = k.id
-         where k.id = any (hub_seed_ids) and k.event_count <= max_key_events
+          join sag.chunk_keys ck on ck.source_id = any (srcs) and ck.source_id = k.source_id and ck.key_id = k.id
+         where k.source_id = any (srcs) and k.id = any (hub_seed_ids) and k.event_count <= max_key_events
            and ck.chunk_id in (select q.chunk_id from qc q where q.s > 0)
     ),
     feedback as (
@@ -442,11 +460,11 @@ begin
         select k.source_id, s.key_id, max(s.w) as w, bool_or(k.event_count > max_key_events) as hub
           from (select u.key_id, u.w from unnest(seed_key_ids, seed_weights) as u(key_id, w)
                 union all
-                select ck.key_id, f.s from feedback f join sag.chunk_keys ck on ck.chunk_id = f.chunk_id) s
-          join sag.keys k on k.id = s.key_id
+                select ck.key_id, f.s from feedback f
+                  join sag.chunk_keys ck on ck.source_id = any (srcs) and ck.chunk_id = f.chunk_id) s
+          join sag.keys k on k.source_id = any (srcs) and k.id = s.key_id
          where s.w > 0
            and (k.event_count <= max_key_events or k.id = any (hub_seed_ids))
-           and (source_ids is null or k.source_id = any (source_ids))
          group by k.source_id, s.key_id
     ),
     e1 as (
@@ -454,12 +472,12 @@ begin
         -- events of the query's BM25 chunks (text_score > 0; cosine computed below when needed).
         select x.event_id, max(x.sim) as sim
           from (select n.event_id, greatest(0, (1 - coalesce(nullif(n.distance, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as sim
-                  from sag_internal._nearest_events(query_embedding, source_ids, event_limit, event_filter) n
+                  from unnest(near_ids, near_distances) n(event_id, distance)
                 union all
                 select e.id, null::float8
                   from qc join sag.events e on e.chunk_id = qc.chunk_id
                  where qc.ts > 0
-                   and (source_ids is null or e.source_id = any (source_ids))
+                   and e.source_id = any (srcs)
                    and (event_filter is null or e.id in (select unnest(event_filter)))) x
          group by x.event_id
     ),
@@ -470,7 +488,7 @@ begin
           from seeds s
           join sag.event_keys ek on ek.source_id = s.source_id and ek.key_id = s.key_id
           join sag.events e on e.source_id = ek.source_id and e.id = ek.event_id
-         where (source_ids is null or e.source_id = any (source_ids))
+         where e.source_id = any (srcs) and ek.source_id = any (srcs)
            and (event_filter is null or e.id in (select unnest(event_filter)))
            and (not s.hub or ek.event_id in (select e1.event_id from e1))
          group by e.source_id, ek.event_id, e.chunk_id
@@ -482,7 +500,8 @@ begin
           from (select se.event_id,
                        se.w_ek * ((1 - etw) * coalesce(e1.sim,
                                       (select greatest(0, (1 - coalesce(nullif(x.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
-                                         from sag.events x where x.source_id = se.source_id and x.id = se.event_id))
+                                         from sag.events x
+                                        where x.source_id = any (srcs) and x.source_id = se.source_id and x.id = se.event_id))
                                   + etw * coalesce(qc.ts, 0)) as w
                   from seed_events se
                   join e1 on e1.event_id = se.event_id
@@ -499,7 +518,7 @@ begin
                  where not exists (select 1 from intersected)
                  order by se.w_ek desc, se.event_id
                  limit event_limit) s
-          join sag.events e on e.source_id = s.source_id and e.id = s.event_id
+          join sag.events e on e.source_id = any (srcs) and e.source_id = s.source_id and e.id = s.event_id
 
           left join qc on qc.chunk_id = s.chunk_id
     ),
@@ -512,7 +531,7 @@ begin
                                       greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)))
                        + etw * coalesce(qc.ts, 0) as w
                   from e1
-                  join sag.events e on e.id = e1.event_id
+                  join sag.events e on e.source_id = any (srcs) and e.id = e1.event_id
                   left join qc on qc.chunk_id = e.chunk_id
                  where not exists (select 1 from intersected)
                    and not exists (select 1 from fallback_seed where fallback_seed.w > 0)) r
@@ -529,7 +548,7 @@ begin
 
     return query
     select a.key_id, a.weight, 1
-      from sag_internal._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events, soft_hubs) a
+      from sag_internal._activate(ev_ids, ev_w, srcs, threshold, top_n, max_key_events, corpus_events, soft_hubs) a
      order by a.weight desc, a.key_id;
 end;
 $$;

@@ -54,9 +54,12 @@ create or replace function sag_internal._bm25_score(
     terms text[], qtfs integer[], idfs float8[], match_query tsquery, source_ids bigint[],
     avgdl float8, k1 float8, b float8, chunk_filter bigint[] default null)
 returns table (chunk_id bigint, score float8)
-language sql stable parallel safe
+language plpgsql stable parallel safe
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select s.id,
            sum(qtfs[s.i] * idfs[s.i] * s.tf / (s.tf + k1 * (1 - b + b * s.token_count / avgdl)))
       from (select c.id, c.token_count,
@@ -65,7 +68,8 @@ as $$
                       from sag.chunks c
                      where c.tsv @@ match_query and (source_ids is null or c.source_id = any (source_ids))
                        and (chunk_filter is null or c.id in (select unnest(chunk_filter)))) c) s
-     group by s.id
+     group by s.id;
+end
 $$;
 
 create or replace function sag.bm25_chunks(
@@ -291,6 +295,13 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     qh @extschema:vector@.halfvec := query_embedding::@extschema:vector@.halfvec;  -- the columns' type, cast once (not per row)
+    v_ids bigint[] := '{}';
+    v_sim float8[] := '{}';
+    t_ids bigint[] := '{}';
+    t_scores float8[] := '{}';
+    missing bigint[];
+    m_ids bigint[] := '{}';
+    m_sim float8[] := '{}';
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.query_chunks: query_embedding must not be NULL';
@@ -313,38 +324,45 @@ begin
                               message = format('sag.query_chunks: text_weight must be in [0, 1], got %s',
                                                text_weight);
     end if;
+    -- Each list read on its own, then the cosine of the BM25-only chunks in one lookup by (source, id): every
+    -- statement reads one table, as Citus routes it to the workers holding the sources.
+    if vector_limit > 0 then
+        select coalesce(array_agg(d.chunk_id), '{}'), coalesce(array_agg(d.similarity), '{}') into v_ids, v_sim
+          from sag.dense_chunks(query_embedding, source_ids, vector_limit, chunk_filter) d;
+    end if;
+    if text_limit > 0 then
+        select coalesce(array_agg(t.chunk_id), '{}'), coalesce(array_agg(t.score), '{}') into t_ids, t_scores
+          from sag.bm25_chunks(query_tokens, source_ids, text_limit, chunk_filter => chunk_filter,
+                               max_postings => text_max_postings, skip_common => text_max_postings is not null) t;
+    end if;
+    missing := array(select unnest(t_ids) except select unnest(v_ids));
+    if cardinality(missing) > 0 then
+        select coalesce(array_agg(ch.id), '{}'),
+               coalesce(array_agg(greatest(0, 1 - coalesce(nullif(ch.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1))), '{}')
+          into m_ids, m_sim
+          from sag.chunks ch
+         where (source_ids is null or ch.source_id = any (source_ids)) and ch.id = any (missing);
+    end if;
     return query
-    with by_vector as (
-        select d.chunk_id, d.similarity
-          from sag.dense_chunks(query_embedding, source_ids, greatest(vector_limit, 1), chunk_filter) d
-         where vector_limit > 0
-    ),
-    by_text as (
-        select t.chunk_id, t.score
-          from sag.bm25_chunks(query_tokens, source_ids, greatest(text_limit, 1), chunk_filter => chunk_filter,
-                               max_postings => text_max_postings, skip_common => text_max_postings is not null) t
-         where text_limit > 0
-    ),
-    merged as (
+    with merged as (
         select m.chunk_id, max(m.similarity) as similarity, max(m.bm25) as bm25,
                bool_or(m.via_vector) as via_vector, bool_or(m.via_text) as via_text
           from (select v.chunk_id, v.similarity, null::float8 as bm25, true as via_vector, false as via_text
-                  from by_vector v
+                  from unnest(v_ids, v_sim) v(chunk_id, similarity)
                 union all
-                select t.chunk_id, null, t.score, false, true from by_text t) m
+                select t.chunk_id, null, t.score, false, true from unnest(t_ids, t_scores) t(chunk_id, score)) m
          group by m.chunk_id
     ),
     scored as (
         select mg.chunk_id,
-               -- dense_chunks computed the cosine already; the BM25-only chunks get it exactly here.  Then
+               -- dense_chunks computed the cosine already; the BM25-only chunks got it exactly above.  Then
                -- above the floor: greatest(0, (cosine - floor) / (1 - floor)).
-               greatest(0, (coalesce(mg.similarity,
-                                     (select greatest(0, 1 - coalesce(nullif(ch.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1))
-                                        from sag.chunks ch where ch.id = mg.chunk_id)) - similarity_floor)
+               greatest(0, (coalesce(mg.similarity, ms.similarity) - similarity_floor)
                            / (1 - similarity_floor)) as similarity,
                coalesce(mg.bm25 / nullif(max(mg.bm25) over (), 0), 0) as text_score,
                mg.via_vector, mg.via_text
           from merged mg
+          left join unnest(m_ids, m_sim) ms(chunk_id, similarity) on ms.chunk_id = mg.chunk_id
     )
     select x.chunk_id, x.similarity, x.text_score,
            (1 - text_weight) * x.similarity + text_weight * x.text_score as s, x.via_vector, x.via_text

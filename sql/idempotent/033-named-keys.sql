@@ -4,9 +4,12 @@ create or replace function sag.match_named_keys(
     names text[], normalized text[], embeddings @extschema:vector@.vector[], source_ids bigint[] default null,
     per_key integer default 3, min_similarity float8 default 0.5)
 returns table (key_id bigint, similarity float8)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     -- Exact normalized matches count fully; otherwise the per_key most similar string keys.
     select m.key_id, max(m.similarity)
       from unnest(names, normalized, embeddings) with ordinality as q(name, norm, emb, n)
@@ -20,7 +23,8 @@ as $$
                  and (source_ids is null or k.source_id = any(source_ids))
                order by k.embedding operator(@extschema:vector@.<=>) q.emb limit per_key) v
            where v.similarity >= min_similarity) m
-     group by m.key_id
+     group by m.key_id;
+end
 $$;
 comment on function sag.match_named_keys(text[], text[], @extschema:vector@.vector[], bigint[], integer, float8) is
     'Stored keys for caller-given key names: exact normalized matches with similarity 1, else the per_key '
@@ -30,9 +34,12 @@ create or replace function sag.context_for_query(
     query_embedding @extschema:vector@.vector, source_ids bigint[] default null, event_limit integer default 8,
     key_limit integer default 20)
 returns jsonb
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select jsonb_build_object(
         'events', coalesce((select jsonb_agg(jsonb_build_object('title', e.title, 'content', e.content)
                                              order by e.distance)
@@ -48,7 +55,8 @@ as $$
                                    order by kk.embedding operator(@extschema:vector@.<=>) query_embedding limit key_limit) k), '[]'),
         'key_types', coalesce((select jsonb_agg(distinct t) from (
                                  select jsonb_object_keys(s.config -> 'key_types') as t from sag.sources s
-                                  where source_ids is null or s.id = any(source_ids)) x), '[]'))
+                                  where source_ids is null or s.id = any(source_ids)) x), '[]')));
+end
 $$;
 comment on function sag.context_for_query(@extschema:vector@.vector, bigint[], integer, integer) is
     'Background for an LLM query rewrite or plan (sag-algorithm 3.3/3.4 step 1): the events and keys nearest '
@@ -64,9 +72,13 @@ comment on function sag.context_for_query(@extschema:vector@.vector, bigint[], i
 -- user rejected stays rejected (the row is kept, on conflict nothing changes).  Returns the pairs added.
 create or replace function sag.derive_key_aliases(source_id bigint, after_chunk_id bigint default 0)
 returns integer
-language sql volatile
+language plpgsql volatile
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    _result integer;
+begin
     with cand as (
         select c.source_id, c.id as chunk_id,
                replace(replace(replace(replace(c.content, '（', '('), '）', ')'), ' (', '('), '( ', '(') as text
@@ -108,7 +120,9 @@ as $$
         select p.source_id, p.b_id, p.a_id, 'derived', p.chunk_id from pairs p
         on conflict do nothing
         returning 1)
-    select (count(*) / 2)::integer from added
+    select (count(*) / 2)::integer into _result from added;
+    return _result;
+end
 $$;
 comment on function sag.derive_key_aliases(bigint, bigint) is
     'Links keys naming the same entity (sag.key_aliases, origin derived): in a chunk of the source (id > '
@@ -121,9 +135,12 @@ comment on function sag.derive_key_aliases(bigint, bigint) is
 -- is returned as not found.  Given pairs are never rejected (given again after an undo, they count again).
 create or replace function sag.add_key_aliases(source_id bigint, names text[], alias_names text[])
 returns table (name text, alias_name text, pairs integer)
-language sql volatile
+language plpgsql volatile
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     with given as (
         select g.name, g.alias_name, g.n
           from unnest(names, alias_names) with ordinality as g(name, alias_name, n)),
@@ -145,7 +162,8 @@ as $$
     select g.name, g.alias_name, (select count(*) from matched m where m.n = g.n)::integer
       from given g
      where (select count(*) from added) >= 0   -- the insert runs before the counts are read
-     order by g.n
+     order by g.n;
+end
 $$;
 comment on function sag.add_key_aliases(bigint, text[], text[]) is
     'User-given aliases (origin file): each (names[i], alias_names[i]) pair of names resolved to the source''s keys '
@@ -155,16 +173,22 @@ comment on function sag.add_key_aliases(bigint, text[], text[]) is
 -- Undo: the pair (both directions) is kept as rejected, so derivation does not add it again.
 create or replace function sag.reject_key_alias(source_id bigint, key_id bigint, alias_key_id bigint)
 returns boolean
-language sql volatile
+language plpgsql volatile
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    _result boolean;
+begin
     with done as (
         update sag.key_aliases a set rejected = true
          where a.source_id = reject_key_alias.source_id
            and (a.key_id, a.alias_key_id) in ((reject_key_alias.key_id, reject_key_alias.alias_key_id),
                                               (reject_key_alias.alias_key_id, reject_key_alias.key_id))
         returning 1)
-    select count(*) > 0 from done
+    select count(*) > 0 into _result from done;
+    return _result;
+end
 $$;
 comment on function sag.reject_key_alias(bigint, bigint, bigint) is
     'Undoes an alias pair (both directions): kept as rejected, so sag.derive_key_aliases does not add it again '
@@ -175,15 +199,19 @@ comment on function sag.reject_key_alias(bigint, bigint, bigint) is
 create or replace function sag.key_aliases_of(source_id bigint)
 returns table (key_id bigint, key_type text, key_name text, alias_key_id bigint, alias_type text,
                alias_name text, origin text, chunk_id bigint, rejected boolean)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select a.key_id, k.type, k.name, a.alias_key_id, b.type, b.name, a.origin, a.chunk_id, a.rejected
       from sag.key_aliases a
       join sag.keys k on k.source_id = a.source_id and k.id = a.key_id
       join sag.keys b on b.source_id = a.source_id and b.id = a.alias_key_id
      where a.source_id = key_aliases_of.source_id and a.key_id < a.alias_key_id
-     order by k.name, b.name
+     order by k.name, b.name;
+end
 $$;
 comment on function sag.key_aliases_of(bigint) is
     'The alias pairs of a source (sag.key_aliases), each once: both keys'' ids, types and names, origin (derived '
@@ -192,12 +220,16 @@ comment on function sag.key_aliases_of(bigint) is
 -- The keys linked to the given ones (not rejected), of the same source.
 create or replace function sag_internal._aliases_of(key_ids bigint[])
 returns bigint[]
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select coalesce(array_agg(distinct a.alias_key_id), '{}')
       from sag.keys k
       join sag.key_aliases a on a.source_id = k.source_id and a.key_id = k.id
      where k.id = any (coalesce(key_ids, '{}')) and not a.rejected
-       and a.alias_key_id <> all (coalesce(key_ids, '{}'))
+       and a.alias_key_id <> all (coalesce(key_ids, '{}')));
+end
 $$;

@@ -16,6 +16,11 @@ drop function if exists sag_internal._query_tokens(text);
 -- The candidates travel as arrays between the steps below (jsonb built and taken apart again cost ~1 ms a
 -- search): the helpers that read the chunks jsonb are replaced by array ones.
 drop function if exists sag_internal._direct_matches(jsonb, float8);
+-- (the source ids, for Citus to route each lookup to the worker holding the source)
+drop function if exists sag_internal._pages_about(bigint[]);
+drop function if exists sag_internal._named_matches(bigint[], bigint[], float8[], bigint[]);
+drop function if exists sag_internal._bridge_match(bigint[], bigint[], float8[], bigint, bigint[], float8[], bigint[]);
+drop function if exists sag_internal._second_bridge(bigint[], bigint[], float8[], bigint, bigint[], float8[], bigint[], bigint);
 drop function if exists sag_internal._named_matches(jsonb, bigint[]);
 drop function if exists sag_internal._bridge_match(jsonb, bigint, bigint[], float8[], bigint[]);
 drop function if exists sag_internal._second_bridge(jsonb, bigint, bigint[], float8[], bigint[], bigint);
@@ -76,38 +81,55 @@ $$;
 create index if not exists documents_titled_key_idx on sag.documents (source_id, sag_internal._fold_word(title))
  where title <> '';
 
-create or replace function sag_internal._pages_about(key_ids bigint[])
+create or replace function sag_internal._pages_about(key_ids bigint[], source_ids bigint[] default null)
 returns table (key_id bigint, document_id bigint)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 -- A probe of the index a key, never a scan that folds every title.
 set enable_seqscan = off
 as $$
+#variable_conflict use_column
+begin
+    return query
     select k.id, d.id
       from sag.keys k
       join sag.documents d
         on d.source_id = k.source_id and d.title <> '' and sag_internal._fold_word(d.title) = k.normalized
-     where k.id = any (coalesce(key_ids, '{}')) and k.normalized <> ''
+     where (source_ids is null or k.source_id = any (source_ids))
+       and k.id = any (coalesce(key_ids, '{}')) and k.normalized <> '';
+end
 $$;
 
 -- The chunk of each key the question names, best first: the page about it (a document titled with its name)
 -- when a candidate is one, else the heaviest (weight_init) holding it.  Every entity a question asks about
 -- leads to one of its passages near the top, as the named-key floor leads activation to it.
 create or replace function sag_internal._named_matches(chunk_ids bigint[], document_ids bigint[],
-                                                       weights float8[], key_ids bigint[])
+                                                       weights float8[], key_ids bigint[], source_ids bigint[])
 returns bigint[]
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    page_keys bigint[];
+    page_documents bigint[];
+begin
+    if cardinality(key_ids) = 0 then
+        return '{}';
+    end if;
+    select coalesce(array_agg(p.key_id), '{}'), coalesce(array_agg(p.document_id), '{}') into page_keys, page_documents
+      from sag_internal._pages_about(key_ids, source_ids) p;
+    return (
     select coalesce(array_agg(b.chunk_id order by b.w desc, b.chunk_id), '{}')
       from (select distinct h.chunk_id, h.w
               from (select distinct on (ck.key_id) c.chunk_id, c.w
                       from unnest(chunk_ids, document_ids, weights) as c(chunk_id, document_id, w)
-                      join sag.chunk_keys ck on ck.chunk_id = c.chunk_id and ck.key_id = any (key_ids)
-                      left join sag_internal._pages_about(key_ids) p
+                      join sag.chunk_keys ck
+                        on ck.source_id = any (source_ids) and ck.chunk_id = c.chunk_id and ck.key_id = any (key_ids)
+                      left join unnest(page_keys, page_documents) p(key_id, document_id)
                         on p.key_id = ck.key_id and p.document_id = c.document_id
-                     order by ck.key_id, p.document_id is not null desc, c.w desc, c.chunk_id) h) b
-     where cardinality(key_ids) > 0
+                     order by ck.key_id, p.document_id is not null desc, c.w desc, c.chunk_id) h) b);
+end
 $$;
 
 -- The question's bridge: from its best passage (the first direct match), a key of key-final that passage
@@ -121,32 +143,56 @@ $$;
 -- none.
 create or replace function sag_internal._bridge_match(chunk_ids bigint[], document_ids bigint[], weights float8[],
                                                       anchor bigint, key_ids bigint[], key_weights float8[],
-                                                      named bigint[])
+                                                      named bigint[], source_ids bigint[])
 returns bigint
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    anchor_keys bigint[];
+    anchor_document bigint;
+    followed_ids bigint[];
+    followed_weights float8[];
+    page_keys bigint[];
+    page_documents bigint[];
+    h_key bigint[];
+    h_chunk bigint[];
+    h_w float8[];
+begin
+    if anchor is null then
+        return null;
+    end if;
     -- From the anchor's few keys to their chunks (by key), not from every candidate's keys to the anchor's.
-    with followed as materialized (
-        select u.key_id, max(u.weight) as weight
-          from unnest(key_ids, key_weights) as u(key_id, weight)
-         where u.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
-           and u.key_id <> all (coalesce(named, '{}'))
-         group by u.key_id),
-    elsewhere as materialized (
-        select h.chunk_id, h.document_id, h.w
-          from unnest(chunk_ids, document_ids, weights) as h(chunk_id, document_id, w)
-         where h.document_id <> (select a.document_id from sag.chunks a where a.id = anchor))
+    anchor_keys := array(select a.key_id from sag.chunk_keys a where a.source_id = any (source_ids) and a.chunk_id = anchor);
+    anchor_document := (select a.document_id from sag.chunks a where a.source_id = any (source_ids) and a.id = anchor);
+    select coalesce(array_agg(f.key_id order by f.key_id), '{}'), coalesce(array_agg(f.weight order by f.key_id), '{}')
+      into followed_ids, followed_weights
+      from (select u.key_id, max(u.weight) as weight
+              from unnest(key_ids, key_weights) as u(key_id, weight)
+             where u.key_id = any (anchor_keys) and u.key_id <> all (coalesce(named, '{}'))
+             group by u.key_id) f;
+    if cardinality(followed_ids) = 0 then
+        return null;
+    end if;
+    select coalesce(array_agg(p.key_id), '{}'), coalesce(array_agg(p.document_id), '{}') into page_keys, page_documents
+      from sag_internal._pages_about(followed_ids, source_ids) p;
+    select coalesce(array_agg(ck.key_id), '{}'), coalesce(array_agg(ck.chunk_id), '{}') into h_key, h_chunk
+      from sag.chunk_keys ck
+     where ck.source_id = any (source_ids) and ck.key_id = any (followed_ids) and ck.chunk_id = any (chunk_ids);
+    return (
     select x.chunk_id
       from (select h.chunk_id, h.w, k.key_id, k.weight, p.document_id is not null as about
-              from followed k
-              join sag.chunk_keys ck on ck.key_id = k.key_id
-              join elsewhere h on h.chunk_id = ck.chunk_id
-              left join sag_internal._pages_about(array(select f.key_id from followed f)) p
+              from unnest(followed_ids, followed_weights) k(key_id, weight)
+              join unnest(h_key, h_chunk) ck(key_id, chunk_id) on ck.key_id = k.key_id
+              join unnest(chunk_ids, document_ids, weights) as h(chunk_id, document_id, w)
+                on h.chunk_id = ck.chunk_id and h.document_id <> anchor_document
+              left join unnest(page_keys, page_documents) p(key_id, document_id)
                 on p.key_id = k.key_id and p.document_id = h.document_id) x
      order by bool_or(x.about) over (partition by x.key_id) desc, x.weight desc, x.key_id, x.about desc, x.w desc,
               x.chunk_id
-     limit 1
+     limit 1);
+end
 $$;
 
 -- The question's second bridge: the page about another key of its best passage.  Of the passage's key-final
@@ -156,23 +202,49 @@ $$;
 -- only, not a chunk that merely mentions the key; NULL when there is none.
 create or replace function sag_internal._second_bridge(chunk_ids bigint[], document_ids bigint[],
                                                        weights float8[], anchor bigint, key_ids bigint[],
-                                                       key_weights float8[], named bigint[], first_bridge bigint)
+                                                       key_weights float8[], named bigint[], first_bridge bigint,
+                                                       source_ids bigint[])
 returns bigint
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    anchor_keys bigint[];
+    skipped_documents bigint[];
+    page_keys bigint[];
+    page_documents bigint[];
+    h_key bigint[];
+    h_chunk bigint[];
+begin
+    if anchor is null then
+        return null;
+    end if;
+    anchor_keys := array(select a.key_id from sag.chunk_keys a
+                          where a.source_id = any (source_ids) and a.chunk_id = anchor
+                            and a.key_id <> all (coalesce(named, '{}')));
+    if cardinality(anchor_keys) = 0 then
+        return null;
+    end if;
+    skipped_documents := array(select a.document_id from sag.chunks a
+                                where a.source_id = any (source_ids) and a.id in (anchor, first_bridge));
+    select coalesce(array_agg(p.key_id), '{}'), coalesce(array_agg(p.document_id), '{}') into page_keys, page_documents
+      from sag_internal._pages_about(anchor_keys, source_ids) p;
+    select coalesce(array_agg(ck.key_id), '{}'), coalesce(array_agg(ck.chunk_id), '{}') into h_key, h_chunk
+      from sag.chunk_keys ck
+     where ck.source_id = any (source_ids) and ck.key_id = any (anchor_keys) and ck.chunk_id = any (chunk_ids);
+    return (
     select h.chunk_id
       from unnest(chunk_ids, document_ids, weights) as h(chunk_id, document_id, w)
-      join sag.chunk_keys ck on ck.chunk_id = h.chunk_id
+      join unnest(h_key, h_chunk) ck(key_id, chunk_id) on ck.chunk_id = h.chunk_id
       join (select u.key_id, max(u.weight) as weight
               from unnest(key_ids, key_weights) as u(key_id, weight) group by u.key_id) k on k.key_id = ck.key_id
-      join sag_internal._pages_about(array(select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)) p
+      join unnest(page_keys, page_documents) p(key_id, document_id)
         on p.key_id = k.key_id and p.document_id = h.document_id
-     where k.key_id in (select a.key_id from sag.chunk_keys a where a.chunk_id = anchor)
-       and k.key_id <> all (coalesce(named, '{}'))
-       and h.document_id not in (select a.document_id from sag.chunks a where a.id in (anchor, first_bridge))
+     where h.document_id <> all (skipped_documents)
      order by k.weight desc, k.key_id, h.w desc, h.chunk_id
-     limit 1
+     limit 1);
+end
 $$;
 
 -- The Han topic keys a question names.  sag.named_keys takes a Han span as a name only when its key is a
@@ -186,43 +258,56 @@ $$;
 create or replace function sag_internal._named_topics(query text, source_ids bigint[], max_key_events integer,
                                                       taken bigint[] default '{}')
 returns bigint[]
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
-    with runs as (
-        select r.m[1] as run
-          from regexp_matches(normalize(coalesce(query, ''), NFKC), '[' || sag_internal._han_class() || ']{2,}', 'g')
-               as r(m)),
-    spans as (
-        select distinct substr(r.run, i, n) as span
-          from runs r
-         cross join lateral generate_series(1, char_length(r.run) - 1) as i
-         cross join lateral generate_series(2, least(16, char_length(r.run) - i + 1)) as n),
-    spelled as materialized (
-        -- The topic keys spelled in the question (an index probe a span) ...
-        -- (one index scan for all spans: joined to the spans, the planner took generate_series for 10^6
-        -- rows and scanned every key, 0.1 s a question on rgb-zh)
-        select k.id, k.source_id, k.normalized
-          from sag.keys k
-         where k.source_id = any (coalesce(source_ids, array(select x.id from sag.sources x)))
-           and k.normalized = any (array(select s.span from spans s))
-           and k.type = 'topic' and k.value_string is not null
-           and (max_key_events is null or k.event_count <= max_key_events)
-           and k.id <> all (coalesce(taken, '{}'))),
-    found as (
-        -- ... then the evidence that one is a name, for those few only (checked per topic key of the sources
-        -- before the spans were joined, it cost 0.4 s a question on rgb-zh).
-        select k.id, k.normalized
-          from spelled k
-         where exists (select 1 from sag_internal._pages_about(array[k.id]))
-            or exists (select 1 from sag.key_aliases a
-                        where a.source_id = k.source_id and a.key_id = k.id and not a.rejected))
+#variable_conflict use_column
+declare
+    srcs bigint[] := coalesce(source_ids, array(select x.id from sag.sources x));
+    spans text[];
+    spelled bigint[];
+    spelled_names text[];
+    named_ids bigint[];
+    taken_names text[];
+begin
+    -- Han spans of the question (no table read: planned apart from the key lookups, as every step below, so
+    -- each statement reads one table by source, as Citus routes it to the worker holding that source).
+    select coalesce(array_agg(distinct substr(r.run, i, n)), '{}') into spans
+      from (select x.m[1] as run
+              from regexp_matches(normalize(coalesce(query, ''), NFKC), '[' || sag_internal._han_class() || ']{2,}',
+                                  'g') as x(m)) r
+     cross join lateral generate_series(1, char_length(r.run) - 1) as i
+     cross join lateral generate_series(2, least(16, char_length(r.run) - i + 1)) as n;
+    if cardinality(spans) = 0 then
+        return '{}';
+    end if;
+    -- The topic keys spelled in the question (one index probe a span) ...
+    select coalesce(array_agg(k.id order by k.id), '{}'), coalesce(array_agg(k.normalized order by k.id), '{}')
+      into spelled, spelled_names
+      from sag.keys k
+     where k.source_id = any (srcs) and k.normalized = any (spans)
+       and k.type = 'topic' and k.value_string is not null
+       and (max_key_events is null or k.event_count <= max_key_events)
+       and k.id <> all (coalesce(taken, '{}'));
+    if cardinality(spelled) = 0 then
+        return '{}';
+    end if;
+    -- ... then the evidence that one is a name, for those few only: a page about it or a link to a key of
+    -- another name.
+    named_ids := array(select p.key_id from sag_internal._pages_about(spelled, srcs) p)
+                 || array(select a.key_id from sag.key_aliases a
+                           where a.source_id = any (srcs) and a.key_id = any (spelled) and not a.rejected);
+    select coalesce(array_agg(t.normalized), '{}') into taken_names
+      from sag.keys t where t.source_id = any (srcs) and t.id = any (coalesce(taken, '{}'));
+    return (
+    with found as (
+        select f.id, f.normalized from unnest(spelled, spelled_names) f(id, normalized) where f.id = any (named_ids))
     select coalesce(array_agg(f.id order by f.id), '{}')
       from found f
      where not exists (select 1 from found g where g.normalized <> f.normalized and strpos(g.normalized, f.normalized) > 0)
-       and not exists (select 1 from sag.keys t where t.id = any (coalesce(taken, '{}'))
-                                                    and t.normalized <> f.normalized
-                                                    and strpos(t.normalized, f.normalized) > 0)
+       and not exists (select 1 from unnest(taken_names) t(normalized)
+                        where t.normalized <> f.normalized and strpos(t.normalized, f.normalized) > 0));
+end
 $$;
 
 create or replace function sag.retrieve(
@@ -296,6 +381,9 @@ declare
     key_weight float8;
     floors record;
     unknown bigint;
+    srcs bigint[];           -- the sources searched (all when source_ids is NULL): every lookup names them
+    page_keys bigint[];
+    page_documents bigint[];
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.retrieve: query_embedding must not be NULL';
@@ -315,6 +403,7 @@ begin
                               message = 'sag.retrieve: seed_key_ids and seed_weights must have the same length';
     end if;
 
+    srcs := coalesce(source_ids, array(select x.id from sag.sources x order by x.id));
     t := clock_timestamp();
     select c.events, c.hub_events into corpus_events, hub_events from sag.calibration(source_ids) c;
     max_key_events := coalesce(max_key_events, hub_events);
@@ -351,7 +440,7 @@ begin
                                                   else 1.0 end order by k.id), '{}')
               into s_ids, s_w
               from sag.keys k join sag.sources src on src.id = k.source_id
-             where k.id = any (coalesce(named, '{}'));
+             where k.source_id = any (srcs) and k.id = any (coalesce(named, '{}'));
         end if;
     else
         s_ids := seed_key_ids;
@@ -428,8 +517,9 @@ begin
         select coalesce(json_agg(json_build_array(ck.chunk_id, ck.key_id, ck.count) order by ck.chunk_id, ck.key_id),
                         '[]') into edges
           from sag.chunk_keys ck
-         where ck.key_id = any (kf_ids)  -- key-final's few chunk_keys rows, then those of candidates
-           and ck.chunk_id in (select unnest(c_ids));
+         where ck.source_id = any (srcs)
+           and ck.key_id = any (kf_ids)  -- key-final's few chunk_keys rows, then those of candidates
+           and ck.chunk_id = any (c_ids);
         timings := timings || jsonb_build_object('edges', sag_internal._ms_since(t));
     end if;
 
@@ -439,21 +529,21 @@ begin
     -- strongest unnamed key (_second_bridge without a first): the question names A, A's page names B, and
     -- B's page holds the answer.
     direct := sag_internal._direct_matches(c_ids, c_docs, c_s, floors.redundancy);
-    bridge := sag_internal._bridge_match(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named);
+    bridge := sag_internal._bridge_match(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named, srcs);
     named_chunks := sag_internal._named_matches(c_ids, c_docs, c_w,
-                                                array(select unnest(named) intersect select unnest(kf_ids)));
+                                                array(select unnest(named) intersect select unnest(kf_ids)), srcs);
     direct := direct || array(select m.id from unnest(named_chunks) with ordinality as m(id, n)
                                where m.id <> all (direct) order by m.n);
     if bridge is not null and bridge <> all (direct) then  -- (NULL <> all of an empty array is true)
         direct := direct || bridge;
-        bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named, bridge);
+        bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named, bridge, srcs);
         if bridge is not null and bridge <> all (direct) then
             direct := direct || bridge;
         end if;
     end if;
     for named_chunk in select m.id from unnest(named_chunks) with ordinality as m(id, n)
                         where m.id is distinct from direct[1] order by m.n loop
-        bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, named_chunk, kf_ids, kf_w, named, null);
+        bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, named_chunk, kf_ids, kf_w, named, null, srcs);
         if bridge is not null and bridge <> all (direct) then
             direct := direct || bridge;
         end if;
@@ -469,18 +559,21 @@ begin
     -- page before.  Pages only: the corpus says what a document is about by its title; without titles (news)
     -- nothing changes.
     if cardinality(coalesce(named, '{}')) > 0 and cardinality(c_ids) > 0 then
+        page_keys := array(select k.id from sag.keys k
+                            where k.source_id = any (srcs) and k.id = any (named) and k.event_count <= max_key_events);
+        select coalesce(array_agg(p.key_id), '{}'), coalesce(array_agg(p.document_id), '{}')
+          into page_keys, page_documents
+          from sag_internal._pages_about(page_keys, srcs) p;
         pages := array(select x.chunk_id
                          from (select distinct on (u.doc) u.id as chunk_id, u.w
                                  from unnest(c_ids, c_docs, c_w) as u(id, doc, w)
-                                 join sag_internal._pages_about(array(
-                                          select k.id from sag.keys k
-                                           where k.id = any (named) and k.event_count <= max_key_events)) p
+                                 join unnest(page_keys, page_documents) p(key_id, document_id)
                                    on p.document_id = u.doc
                                 order by u.doc, u.w desc, u.id) x
                         order by x.w desc, x.chunk_id);
         chain := '{}';
         foreach named_chunk in array pages loop
-            bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, named_chunk, kf_ids, kf_w, named, null);
+            bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, named_chunk, kf_ids, kf_w, named, null, srcs);
             if bridge is not null and bridge <> all (pages) and bridge <> all (chain) then
                 chain := chain || bridge;
             end if;

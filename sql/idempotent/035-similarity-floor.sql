@@ -37,14 +37,18 @@ $$;
 -- with its stored embedding (e) and the hash embedder's of the very text that was embedded (h: the words).
 create or replace function sag_internal._calibration_sample(source_id bigint)
 returns table (id bigint, e @extschema:vector@.vector, h @extschema:vector@.vector)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select c.id, c.embedding::@extschema:vector@.vector,
            sag.embed_hash(c.title || E'\n' || c.content, @extschema:vector@.vector_dims(c.embedding::@extschema:vector@.vector))
       from sag.chunks c
      where c.source_id = _calibration_sample.source_id and c.embedding is not null
-     order by hashint8(c.id) limit 60
+     order by hashint8(c.id) limit 60;
+end
 $$;
 
 -- Correlation of the stored cosines with the hash embedder's over the pairs of a sample of one source's
@@ -78,9 +82,12 @@ drop function if exists sag_internal._embedder_reliability(bigint);  -- before t
 create or replace function sag_internal._embedder_reliability(source_id bigint, ids bigint[],
                                                               e @extschema:vector@.vector[], h @extschema:vector@.vector[])
 returns float8
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     with sample as (select * from unnest(ids, e, h) as s(id, e, h)),
     picked as (
         -- One event per chunk, chosen before hashing: DISTINCT ON computes its select list for every row.
@@ -99,7 +106,8 @@ as $$
           from asked a cross join sample s)
     select case when count(*) >= 3 then least(1, avg(1.0 / r.model) / nullif(avg(1.0 / r.words), 0))::float8 end
       from ranks r
-     where r.id = r.chunk_id
+     where r.id = r.chunk_id);
+end
 $$;
 
 create or replace function sag.calibrate_similarity()
@@ -159,9 +167,12 @@ comment on function sag.calibrate_similarity() is
 drop function if exists sag.similarity_floors(bigint[]);  -- gained the columns lexical, reliability, redundancy
 create or replace function sag.similarity_floors(source_ids bigint[] default null)
 returns table (chunk float8, event float8, key float8, lexical float8, reliability float8, redundancy float8)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select greatest(0, least(0.99, coalesce(avg((f.value ->> 'chunk')::float8), 0))),
            greatest(0, least(0.99, coalesce(avg((f.value ->> 'event')::float8), 0))),
            greatest(0, least(0.99, coalesce(avg((f.value ->> 'key')::float8), 0))),
@@ -171,7 +182,8 @@ as $$
                                                  * greatest(0, least(1, coalesce((f.value ->> 'reliability')::float8, 1)))), 1)))
       from sag.settings st
       join lateral jsonb_each(st.value) f on source_ids is null or f.key::bigint = any (source_ids)
-     where st.name = 'similarity_floors'
+     where st.name = 'similarity_floors';
+end
 $$;
 comment on function sag.similarity_floors(bigint[]) is
     'The chance-level cosines (sag.calibrate_similarity) of chunks, events and keys of the given sources, NULL '

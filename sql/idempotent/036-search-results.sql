@@ -24,9 +24,12 @@ drop function if exists sag.spread_documents(bigint[], float8[], bigint[], integ
 create or replace function sag.spread_documents(chunk_ids bigint[], scores float8[], pinned bigint[] default '{}',
                                                 pinned_within integer default 3, document_ids bigint[] default null)
 returns table (chunk_id bigint, score float8)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     with spread as (
         select x.chunk_id, x.document_id, x.score, row_number() over (order by x.score desc, x.n) as place
           from (select y.chunk_id, y.n, y.document_id,
@@ -49,7 +52,8 @@ as $$
     select s.chunk_id, s.score
       from spread s left join moved m on m.chunk_id = s.chunk_id
      order by case when m.k is null then s.place::float8
-                   else pinned_within - 1 + m.k::float8 / ((select count(*) from moved) + 1) end
+                   else pinned_within - 1 + m.k::float8 / ((select count(*) from moved) + 1) end;
+end
 $$;
 comment on function sag.spread_documents(bigint[], float8[], bigint[], integer, bigint[]) is
     'The final order of a search: each chunk''s score divided by its rank among the given chunks of its own '
@@ -81,29 +85,47 @@ set search_path = pg_catalog, sag, pg_temp
 -- Planned once a session: as language sql this statement was planned at every call (0.3 ms).
 set plan_cache_mode = force_generic_plan
 as $$
+declare
+    corpus float8;
+    aspect_terms text[];
+    aspect_idfs float8[];
+    held_n integer[];
+    held_documents bigint[];
+    held_terms text[];
 begin
+    -- The question's aspects, then the chunks' terms, each read on its own (on Citus every statement reading
+    -- a distributed table is routed by source; the ranking below reads none).
+    -- Function words ask for nothing: "what", "did", "where" are rare in passages, so their idf is high,
+    -- and a chunk holding them would be taken for the question's other half.
+    select c.n into corpus from sag.bm25_corpus(source_ids) c;
+    select coalesce(array_agg(d.term), '{}'), coalesce(array_agg(ln(1 + (corpus - d.df + 0.5) / (d.df + 0.5))), '{}')
+      into aspect_terms, aspect_idfs
+      from sag.bm25_df(array(select t.term from sag_internal._bm25_query_terms(query_terms) t
+                              where t.term <> all (sag_internal._embed_hash_stopwords())), source_ids) d
+     where d.df > 0;
+    -- Each chunk with the question's terms it holds (setweight marks them, ts_filter keeps them); a chunk
+    -- deleted since the ranking is left out.
+    select coalesce(array_agg(u.n::integer), '{}'), coalesce(array_agg(c.document_id), '{}'),
+           coalesce(array_agg(x.term), '{}')
+      into held_n, held_documents, held_terms
+      from unnest(chunk_ids) with ordinality as u(chunk_id, n)
+      join sag.chunks c on (source_ids is null or c.source_id = any (source_ids)) and c.id = u.chunk_id
+      left join lateral unnest(tsvector_to_array(ts_filter(setweight(c.tsv, 'A', aspect_terms), '{a}'))) as x(term)
+        on true;
     return query
     with recursive
-    aspects as materialized (
-        -- Function words ask for nothing: "what", "did", "where" are rare in passages, so their idf is high,
-        -- and a chunk holding them would be taken for the question's other half.
-        select d.term, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) as idf
-          from sag.bm25_df(array(select t.term from sag_internal._bm25_query_terms(query_terms) t
-                                  where t.term <> all (sag_internal._embed_hash_stopwords())), source_ids) d,
-               (select c.n from sag.bm25_corpus(source_ids) c) n
-         where d.df > 0),
+    aspects as materialized (select a.term, a.idf from unnest(aspect_terms, aspect_idfs) as a(term, idf)),
     worth as (
         -- What each place is worth: the place's score in the given order, i.e. the n-th best score of the list
         -- (the pins placed some chunks above better-scored ones; that order is the ranking's).
         select w.score, row_number() over (order by w.score desc) as n from unnest(scores) as w(score)),
     held as materialized (
-        -- Each chunk with the question's terms it holds (setweight marks them, ts_filter keeps them).
-        select u.chunk_id, u.score, u.n::integer as n, w.score as worth, c.document_id,
-               tsvector_to_array(ts_filter(setweight(c.tsv, 'A', array(select a.term from aspects a)), '{a}'))
-                   as terms
+        select u.chunk_id, u.score, u.n::integer as n, w.score as worth, c.document_id, c.terms
           from unnest(chunk_ids, scores) with ordinality as u(chunk_id, score, n)
           join worth w on w.n = u.n
-          join sag.chunks c on c.id = u.chunk_id),
+          join (select h.n, h.document_id, array_remove(array_agg(h.term), null) as terms
+                  from unnest(held_n, held_documents, held_terms) as h(n, document_id, term)
+                 group by h.n, h.document_id) c on c.n = u.n),
     listed as materialized (
         -- What a chunk brings is its document's: once a document has a place, its other chunks add nothing
         -- new (the demo's two-hop question put the first document's second chunk, holding more of the
@@ -171,6 +193,7 @@ as $$
 declare
     top_ids bigint[] := chunk_ids[1:top_n];
     top_scores float8[] := scores[1:top_n];
+    srcs bigint[] := coalesce(source_ids, array(select s.id from sag.sources s order by s.id));
 begin
     -- The top list in three plain statements: one statement with both ways as branches cost 0.5 ms more.
     if spread then
@@ -205,13 +228,13 @@ begin
                             where ck.source_id = c.source_id and ck.chunk_id = c.id))
               order by t.n), '[]'::json)
          from t
-         join sag.chunks c on c.id = t.id
+         join sag.chunks c on c.source_id = any (srcs) and c.id = t.id
          join sag.documents d on d.source_id = c.source_id and d.id = c.document_id),
       (select coalesce(json_agg(json_build_object(
                   'id', k.id, 'type', k.type, 'name', k.name,
                   'value', coalesce(to_json(k.value_string), to_json(k.value_number), to_json(k.value_bool)))),
                   '[]'::json)
-         from sag.keys k where k.id in (select kf.id from kf));
+         from sag.keys k where k.source_id = any (srcs) and k.id = any (key_ids));
 end;
 $$;
 
@@ -255,6 +278,8 @@ declare
     given boolean;
     expanded text;
     pins bigint[];
+    top_ids bigint[];
+    top_scores float8[];
     hint constant text := 'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).';
 begin
     perform sag_internal._check_question(query, 'sag.search');  -- refused before it is embedded
@@ -283,27 +308,31 @@ begin
     result := sag.retrieve(query, query_embedding, sids);
     pins := array(select d.v::bigint from json_array_elements_text(result -> 'direct_matches')
                                       with ordinality as d(v, n) order by d.n);
+    -- The top list, then its chunks: each step a statement of its own (on Citus a function reading tables is
+    -- never called inside a statement over distributed tables).
+    select coalesce(array_agg(x.chunk_id order by x.n), '{}'), coalesce(array_agg(x.score order by x.n), '{}')
+      into top_ids, top_scores
+      from (select x.chunk_id, x.score, x.n
+              from sag.spread_documents(
+                       array(select (e.r ->> 'chunk_id')::bigint
+                               from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
+                       array(select (e.r ->> 'weight_init')::float8
+                               from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
+                       pins,
+                       document_ids => array(select (e.r ->> 'document_id')::bigint
+                                               from json_array_elements(result -> 'chunks') with ordinality as e(r, n)
+                                              order by e.n))
+                   with ordinality as x(chunk_id, score, n)
+             order by x.n
+             limit top_n) x;
+    select coalesce(array_agg(x.chunk_id order by x.n), '{}'), coalesce(array_agg(x.score order by x.n), '{}')
+      into top_ids, top_scores
+      from sag.cover_question(top_ids, top_scores, array(select json_array_elements_text(result -> 'terms')), sids,
+                              pins) with ordinality as x(chunk_id, score, n);
     return query
-    with spread as (
-        select x.chunk_id, x.score, x.n
-          from sag.spread_documents(
-                   array(select (e.r ->> 'chunk_id')::bigint
-                           from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
-                   array(select (e.r ->> 'weight_init')::float8
-                           from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
-                   pins,
-                   document_ids => array(select (e.r ->> 'document_id')::bigint
-                                           from json_array_elements(result -> 'chunks') with ordinality as e(r, n)
-                                          order by e.n))
-               with ordinality as x(chunk_id, score, n)
-         order by x.n
-         limit top_n)
     select d.uri, c.id, coalesce(nullif(c.title, ''), d.title), c.content, x.score
-      from sag.cover_question(array(select s.chunk_id from spread s order by s.n),
-                              array(select s.score from spread s order by s.n),
-                              array(select json_array_elements_text(result -> 'terms')), sids, pins)
-           with ordinality as x(chunk_id, score, n)
-      join sag.chunks c on c.id = x.chunk_id
+      from unnest(top_ids, top_scores) with ordinality as x(chunk_id, score, n)
+      join sag.chunks c on c.source_id = any (coalesce(sids, array(select s.id from sag.sources s))) and c.id = x.chunk_id
       join sag.documents d on d.source_id = c.source_id and d.id = c.document_id
      order by x.n;
 

@@ -19,14 +19,18 @@
 -- Links (event, key) of the chosen events, keys limited to key_types (NULL = every type).
 create or replace function sag_internal._cluster_links(event_ids bigint[], key_types text[])
 returns table (event_id bigint, key_id bigint)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select ek.event_id, ek.key_id
       from sag.event_keys ek
       join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
      where ek.event_id = any (event_ids)
-       and (key_types is null or k.type = any (key_types))
+       and (key_types is null or k.type = any (key_types));
+end
 $$;
 
 -- IDF of a key held by df of n chosen events; 1 when IDF is switched off.

@@ -15,9 +15,12 @@
 -- an override they changed 73 % of the event-pair relevances and cost MuSiQue R@5).
 create or replace function sag.dataflow_type_weights(source_ids bigint[] default null)
 returns jsonb
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select '{"time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5, "action": 1.2, "tag": 1.0}'::jsonb
         || coalesce((select jsonb_object_agg(t.type, t.weight)
                        from (select e.key as type, avg((e.value #>> '{}')::float8) as weight
@@ -28,7 +31,8 @@ as $$
                                                                  else '{}'::jsonb end) e
                               where (source_ids is null or s.id = any (source_ids))
                                 and jsonb_typeof(e.value) = 'number'
-                              group by e.key) t), '{}'::jsonb)
+                              group by e.key) t), '{}'::jsonb));
+end
 $$;
 comment on function sag.dataflow_type_weights(bigint[]) is
     'DataFlow''s entity-type weights (seed §4.2 ENTITY_TYPE_WEIGHTS) for the given sources (NULL = all): time '
@@ -52,14 +56,18 @@ as $$ select coalesce((type_weights ->> key_type)::float8, 1.0) $$;
 drop function if exists sag_internal._dataflow_entity_type(bigint, text, text);
 create or replace function sag_internal._dataflow_entity(source_id bigint, normalized text, key_type text)
 returns table (type text, events bigint)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select coalesce((array_agg(k.type order by k.event_count desc, k.id) filter (where k.type <> 'topic'))[1],
                     key_type),
            coalesce(sum(k.event_count), 0)::bigint
       from sag.keys k
-     where k.source_id = _dataflow_entity.source_id and k.normalized = _dataflow_entity.normalized
+     where k.source_id = _dataflow_entity.source_id and k.normalized = _dataflow_entity.normalized;
+end
 $$;
 
 -- How specific a name is (the IDF of sag_internal._key_weight): ln(1 + N / events of the name) / ln(1 + N), N = the
@@ -95,21 +103,32 @@ $$;
 -- Asymmetric like the seed's: the vector term averages over the left side's names.  Every distinct pair gets
 -- a row.
 drop function if exists sag.dataflow_pair_relevance(bigint[], bigint[], bigint[], bigint[], jsonb, float8);
+drop function if exists sag.dataflow_pair_relevance(bigint[], bigint[], bigint[], bigint[], jsonb, float8, bigint, float8);
 create or replace function sag.dataflow_pair_relevance(
     pair_left bigint[], pair_right bigint[], member_owner bigint[], member_key bigint[],
     type_weights jsonb default null, vector_share float8 default 0.4, corpus_events bigint default null,
-    similarity_floor float8 default 0)
+    similarity_floor float8 default 0, source_ids bigint[] default null)
 returns table (left_id bigint, right_id bigint, relevance float8, match_ratio float8, dimensions jsonb)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    srcs bigint[] := coalesce(source_ids, array(select s.id from sag.sources s order by s.id));
+begin
+    return query
     with typed as (
-        -- A name is one entity whatever type a key of it was given (sag_internal._dataflow_entity).
-        select u.owner, n.type, k.normalized, k.embedding, k.id,
+        -- A name is one entity whatever type a key of it was given (as sag_internal._dataflow_entity: the type
+        -- of its keys with most events other than topic, and the events of all of them).
+        select u.owner, coalesce(n.type, k.type) as type, k.normalized, k.embedding, k.id,
                sag_internal._dataflow_specificity(n.events, corpus_events) as spec
           from unnest(member_owner, member_key) as u(owner, key_id)
-          join sag.keys k on k.id = u.key_id
-         cross join lateral sag_internal._dataflow_entity(k.source_id, k.normalized, k.type) n),
+          join sag.keys k on k.source_id = any (srcs) and k.id = u.key_id
+         cross join lateral (
+               select (array_agg(x.type order by x.event_count desc, x.id) filter (where x.type <> 'topic'))[1] as type,
+                      coalesce(sum(x.event_count), 0)::bigint as events
+                 from sag.keys x
+                where x.source_id = any (srcs) and x.source_id = k.source_id and x.normalized = k.normalized) n),
     members as materialized (
         select distinct on (t.owner, t.type, t.normalized) t.owner, t.type, t.normalized, t.embedding,
                max(t.spec) over (partition by t.owner, t.type, t.normalized) as spec
@@ -157,10 +176,11 @@ as $$
                     filter (where t.type is not null), '{}'::jsonb)
       from pairs p
       left join per_type t on (t.l, t.r) = (p.l, p.r)
-     group by p.l, p.r
+     group by p.l, p.r;
+end
 $$;
 comment on function sag.dataflow_pair_relevance(bigint[], bigint[], bigint[], bigint[], jsonb, float8, bigint,
-                                                float8) is
+                                                float8, bigint[]) is
     'DataFlow relevance (seed §4.2) of each (pair_left[i], pair_right[i]) pair of key sets, the owners'' keys '
     'given as member_owner[j] has member_key[j]: per type both have, (1 - vector_share) Jaccard of the names + '
     'vector_share mean best key-embedding similarity (cosine above similarity_floor, rescaled); relevance = '
@@ -168,20 +188,24 @@ comment on function sag.dataflow_pair_relevance(bigint[], bigint[], bigint[], bi
     'left side''s types (weighted by m_t) in which the right side holds one of its names.  Every name counts '
     'with its specificity ln(1 + N / its events) / ln(1 + N), N = corpus_events (NULL: 1, the seed''s '
     'formulas); m_t = the most specific left name of type t.  dimensions = each type''s weight, specificity, '
-    'jaccard, vector, similarity.';
+    'jaccard, vector, similarity.  source_ids (NULL = all): the sources of the keys.';
 
 -- Two key sets (e.g. two events' keys): the pair function's relevance for one pair.
 create or replace function sag.dataflow_relevance(
     left_keys bigint[], right_keys bigint[], type_weights jsonb default null, vector_share float8 default 0.4)
 returns float8
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select r.relevance
       from sag.dataflow_pair_relevance(
                array[1::bigint], array[2::bigint],
                array_fill(1::bigint, array[cardinality(left_keys)]) || array_fill(2::bigint, array[cardinality(right_keys)]),
-               left_keys || right_keys, coalesce(type_weights, sag.dataflow_type_weights()), vector_share) r
+               left_keys || right_keys, coalesce(type_weights, sag.dataflow_type_weights()), vector_share) r);
+end
 $$;
 comment on function sag.dataflow_relevance(bigint[], bigint[], jsonb, float8) is
     'DataFlow relevance (seed §4.2) of two key sets, e.g. two events'' keys (sag.dataflow_pair_relevance '

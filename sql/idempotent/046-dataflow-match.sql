@@ -15,32 +15,45 @@ create or replace function sag.dataflow_query_entities(
     entity_names text[] default null, entity_types text[] default null, use_terms boolean default true,
     key_match_top_k integer default 5, key_min_similarity float8 default 0.6, query_tokens text[] default null)
 returns table (key_id bigint, type text, name text, origin text)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    srcs bigint[] := coalesce(source_ids, array(select s.id from sag.sources s order by s.id));
+    named bigint[];
+    matched bigint[] := '{}';
+    terms text[] := coalesce(query_tokens, sag.query_terms(query, source_ids));
+begin
+    -- The functions first, each in a statement of its own (on Citus a function reading tables is not called
+    -- inside a statement over distributed tables).
+    named := array(select n.key_id from sag.named_keys(query, source_ids) n);
+    if query_embedding is not null and key_match_top_k > 0 then
+        matched := array(select m.key_id
+                           from sag.match_keys(query_embedding, source_ids, key_match_top_k, key_min_similarity,
+                                               similarity_floor => (select f.key from sag.similarity_floors(source_ids) f)) m);
+    end if;
+    return query
     with found as (
         select k.id, 1 as priority, 'caller' as origin
           from unnest(coalesce(entity_names, '{}'), coalesce(entity_types, array_fill(null::text, array[cardinality(coalesce(entity_names, '{}'))])))
                as c(name, type)
-          join sag.keys k on k.normalized in (c.name, sag_internal._fold_word(c.name))
+          join sag.keys k on k.source_id = any (srcs) and k.normalized in (c.name, sag_internal._fold_word(c.name))
                          and (nullif(c.type, '') is null or k.type = lower(c.type))
-         where source_ids is null or k.source_id = any (source_ids)
         union all
-        select n.key_id, 2, 'named' from sag.named_keys(query, source_ids) n
+        select n.key_id, 2, 'named' from unnest(named) n(key_id)
         union all
         select k.id, 3, 'term'
           from sag.keys k
          where use_terms and k.value_string is not null
-           and k.normalized = any (coalesce(query_tokens, sag.query_terms(query, source_ids)))
-           and (source_ids is null or k.source_id = any (source_ids))
+           and k.normalized = any (terms)
+           and k.source_id = any (srcs)
         union all
-        select m.key_id, 4, 'vector'
-          from (select 1 where query_embedding is not null and key_match_top_k > 0) wanted
-         cross join lateral sag.match_keys(query_embedding, source_ids, key_match_top_k, key_min_similarity,
-                                           similarity_floor => (select f.key from sag.similarity_floors(source_ids) f)) m)
+        select m.key_id, 4, 'vector' from unnest(matched) m(key_id))
     select distinct on (f.id) f.id, k.type, k.name, f.origin
-      from found f join sag.keys k on k.id = f.id
-     order by f.id, f.priority
+      from found f join sag.keys k on k.source_id = any (srcs) and k.id = f.id
+     order by f.id, f.priority;
+end
 $$;
 comment on function sag.dataflow_query_entities(text, @extschema:vector@.vector, bigint[], text[], text[], boolean, integer, float8,
                                                 text[]) is
@@ -73,6 +86,7 @@ as $$
 declare
     hub integer := coalesce(max_key_events, (select c.hub_events from sag.calibration(source_ids) c limit 1));
     weights jsonb := coalesce(type_weights, sag.dataflow_type_weights(source_ids));
+    srcs bigint[] := coalesce(source_ids, array(select s.id from sag.sources s order by s.id));
     cand bigint[];
     m_owner bigint[];
     m_key bigint[];
@@ -90,10 +104,10 @@ begin
       from (select ek.event_id, count(distinct k0.type) as types, sum(sag_internal._dataflow_specificity(k.event_count, corpus_events)) as keys
               from sag.keys k0
               -- the same name under any type (sag_internal._dataflow_entity)
-              join sag.keys k on k.source_id = k0.source_id and k.normalized = k0.normalized
-              join sag.event_keys ek on ek.source_id = k.source_id and ek.key_id = k.id
-              join sag.events e on e.source_id = ek.source_id and e.id = ek.event_id
-             where k0.id = any (coalesce(entity_keys, '{}'))
+              join sag.keys k on k.source_id = any (srcs) and k.source_id = k0.source_id and k.normalized = k0.normalized
+              join sag.event_keys ek on ek.source_id = any (srcs) and ek.source_id = k.source_id and ek.key_id = k.id
+              join sag.events e on e.source_id = any (srcs) and e.source_id = ek.source_id and e.id = ek.event_id
+             where k0.source_id = any (srcs) and k0.id = any (coalesce(entity_keys, '{}'))
 
                and k.event_count <= hub
                and (source_ids is null or e.source_id = any (source_ids))
@@ -107,12 +121,12 @@ begin
     select array_fill(0::bigint, array[cardinality(entity_keys)]) || array_agg(ek.event_id),
            entity_keys || array_agg(ek.key_id)
       into m_owner, m_key
-      from sag.event_keys ek where ek.event_id = any (cand);
+      from sag.event_keys ek where ek.source_id = any (srcs) and ek.event_id = any (cand);
     return query
     select r.right_id, r.match_ratio, r.relevance,
            ratio_share * r.match_ratio + (1 - ratio_share) * r.relevance as score, r.dimensions
       from sag.dataflow_pair_relevance(array_fill(0::bigint, array[cardinality(cand)]), cand, m_owner, m_key,
-                                       weights, vector_share, corpus_events, similarity_floor) r
+                                       weights, vector_share, corpus_events, similarity_floor, srcs) r
      order by 4 desc, r.right_id
      limit top_k;
 end;

@@ -35,6 +35,7 @@ as $$
 declare
     hub integer := coalesce(max_key_events, (select c.hub_events from sag.calibration(source_ids) c limit 1));
     weights jsonb := coalesce(type_weights, sag.dataflow_type_weights(source_ids));
+    srcs bigint[] := coalesce(source_ids, array(select s.id from sag.sources s order by s.id));
     visited bigint[];
     f_ids bigint[];
     f_act float8[];
@@ -86,22 +87,23 @@ begin
                   from (select ek.event_id as parent, other.event_id as child,
                                count(distinct k0.type) as types, sum(sag_internal._dataflow_specificity(k.event_count, corpus_events)) as keys
                           from sag.event_keys ek
-                          join sag.keys k0 on k0.source_id = ek.source_id and k0.id = ek.key_id
+                          join sag.keys k0 on k0.source_id = any (srcs) and k0.source_id = ek.source_id and k0.id = ek.key_id
                           -- the same name under any type (sag_internal._dataflow_entity)
-                          join sag.keys k on k.source_id = k0.source_id and k.normalized = k0.normalized
-                                         and k.event_count <= hub
-                          join sag.event_keys other on other.source_id = k.source_id and other.key_id = k.id
-                          join sag.events e on e.source_id = other.source_id and e.id = other.event_id
+                          join sag.keys k on k.source_id = any (srcs) and k.source_id = k0.source_id
+                                         and k.normalized = k0.normalized and k.event_count <= hub
+                          join sag.event_keys other on other.source_id = any (srcs) and other.source_id = k.source_id
+                                                   and other.key_id = k.id
+                          join sag.events e on e.source_id = any (srcs) and e.source_id = other.source_id
+                                           and e.id = other.event_id
 
-                         where ek.event_id = any (f_ids)
+                         where ek.source_id = any (srcs) and ek.event_id = any (f_ids)
                            and other.event_id <> all (visited)
-                           and (source_ids is null or e.source_id = any (source_ids))
                          group by ek.event_id, other.event_id) x) c
          where c.rn <= candidate_limit;
         exit when p_left is null;
         select array_agg(ek.event_id), array_agg(ek.key_id) into m_owner, m_key
           from sag.event_keys ek
-         where ek.event_id in (select unnest(f_ids) union select unnest(p_right));
+         where ek.source_id = any (srcs) and ek.event_id = any (f_ids || p_right);
 
         -- Score, keep, and pick each new event's best parent (in SQL: the frontier is small).
         select array_agg(n.child order by n.activation desc, n.child), array_agg(n.activation order by n.activation desc, n.child),
@@ -119,7 +121,7 @@ begin
                                                            as score
                                                   from sag.dataflow_pair_relevance(p_left, p_right, m_owner, m_key,
                                                                                    weights, vector_share, corpus_events,
-                                                                                   similarity_floor) r
+                                                                                   similarity_floor, srcs) r
                                                  where r.relevance >= threshold) s) b
                                   join unnest(f_ids, f_act) as fa(id, act) on fa.id = b.parent
                                  where b.rn <= breadth) k

@@ -24,9 +24,12 @@ comment on function sag.dataflow_time_decay(timestamptz, timestamptz, float8) is
 -- issue asks for "where it has one".
 create or replace function sag_internal._dataflow_event_time(source_id bigint, event_id bigint)
 returns timestamptz
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select coalesce(
         (select e.event_time from sag.events e
           where e.source_id = _dataflow_event_time.source_id and e.id = _dataflow_event_time.event_id),
@@ -35,7 +38,8 @@ as $$
                    from sag.event_keys ek
                    join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
                   where ek.source_id = _dataflow_event_time.source_id and ek.event_id = _dataflow_event_time.event_id
-                    and k.type = 'time' and k.value_number is not null) t))
+                    and k.type = 'time' and k.value_number is not null) t)));
+end
 $$;
 
 -- User preference (seed §7.2 calculate_preference_score): 0.5, + 0.3 when a focus name is one of the event's
@@ -43,9 +47,12 @@ $$;
 -- (sag_internal._fold_word) with the keys' normalized names.
 create or replace function sag.dataflow_preference(event_id bigint, focus text[])
 returns float8
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select least(1.0, 0.5
                + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
                                     where ek.event_id = dataflow_preference.event_id and k.type = 'topic'
@@ -54,7 +61,8 @@ as $$
                + case when exists (select 1 from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
                                     where ek.event_id = dataflow_preference.event_id and k.type = 'tag'
                                       and k.normalized in (select sag_internal._fold_word(f) from unnest(focus) f))
-                      then 0.2 else 0 end)::float8
+                      then 0.2 else 0 end)::float8);
+end
 $$;
 comment on function sag.dataflow_preference(bigint, text[]) is
     'DataFlow preference (seed §7.2): 0.5 + 0.3 if a focus name is one of the event''s topic keys + 0.2 if one '

@@ -8,29 +8,49 @@
 -- With text_weight > 0 the recalled chunks are instead the top_n of the weighted RRF (sag.dataflow_rrf, k =
 -- rrf_k) of the chunks by event score (weight 1 - text_weight) and text_chunk_ids (weight text_weight), a
 -- ranked lexical list (sag.dataflow_search passes BM25's), and a chunk's score is its RRF score.
+drop function if exists sag.dataflow_chunks(bigint[], float8[], integer, integer, bigint[], float8, integer);
 create or replace function sag.dataflow_chunks(event_ids bigint[], event_scores float8[], top_n integer default 10,
                                                max_gap integer default 1, text_chunk_ids bigint[] default null,
-                                               text_weight float8 default 0, rrf_k integer default 60)
+                                               text_weight float8 default 0, rrf_k integer default 60,
+                                               source_ids bigint[] default null)
 returns table (chunk_id bigint, document_id bigint, ordinal integer, start_line integer, end_line integer,
                score float8, completed boolean, reading_order integer)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
-    with by_event as (
-        select e.chunk_id as id, max(u.score) as score
-          from unnest(event_ids, event_scores) as u(event_id, score)
-          join sag.events e on e.id = u.event_id
-         group by e.chunk_id),
-    ranked as (
-        select b.id, b.score from by_event b where coalesce(text_weight, 0) <= 0
-        union all
-        select f.id, f.score
-          from sag.dataflow_rrf((select array_agg(b.id order by b.score desc, b.id) from by_event b),
-                                coalesce(text_chunk_ids, '{}'), 1 - text_weight, text_weight, rrf_k) f
-         where text_weight > 0),
+#variable_conflict use_column
+declare
+    srcs bigint[] := coalesce(source_ids, array(select s.id from sag.sources s order by s.id));
+    b_ids bigint[];
+    b_scores float8[];
+    r_ids bigint[];
+    r_scores float8[];
+    n_source bigint[];
+    n_document bigint[];
+    n_a integer[];
+    n_b integer[];
+    n_score float8[];
+begin
+    -- Each chunk's best event, then the ranking, then the recalled chunks and the gaps between them: each a
+    -- statement of its own (on Citus a statement reads the distributed tables by source, or none).
+    select coalesce(array_agg(b.id order by b.score desc, b.id), '{}'), coalesce(array_agg(b.score order by b.score desc, b.id), '{}')
+      into b_ids, b_scores
+      from (select e.chunk_id as id, max(u.score) as score
+              from unnest(event_ids, event_scores) as u(event_id, score)
+              join sag.events e on e.source_id = any (srcs) and e.id = u.event_id
+             group by e.chunk_id) b;
+    if coalesce(text_weight, 0) <= 0 then
+        r_ids := b_ids;
+        r_scores := b_scores;
+    else
+        select coalesce(array_agg(f.id), '{}'), coalesce(array_agg(f.score), '{}') into r_ids, r_scores
+          from sag.dataflow_rrf(b_ids, coalesce(text_chunk_ids, '{}'), 1 - text_weight, text_weight, rrf_k) f;
+    end if;
+    return query
+    with ranked as (select r.id, r.score from unnest(r_ids, r_scores) as r(id, score)),
     recalled as (
         select c.source_id, c.id, c.document_id, c.ordinal, r.score
-          from ranked r join sag.chunks c on c.id = r.id
+          from ranked r join sag.chunks c on c.source_id = any (srcs) and c.id = r.id
          order by r.score desc, c.id
          limit greatest(top_n, 0)),
     neighbours as (
@@ -41,7 +61,7 @@ as $$
     filled as (
         select c.source_id, c.id, c.document_id, c.ordinal, least(n.a_score, n.b_score) as score
           from neighbours n
-          join sag.chunks c on c.source_id = n.source_id and c.document_id = n.document_id
+          join sag.chunks c on c.source_id = any (srcs) and c.source_id = n.source_id and c.document_id = n.document_id
                            and c.ordinal > n.a and c.ordinal < n.b
          where n.b - n.a - 1 between 1 and max_gap),
     every as (
@@ -54,11 +74,11 @@ as $$
            (row_number() over (order by d.best desc, d.document_id, e.ordinal))::integer
       from every e
       join documents d on d.document_id = e.document_id
-      join sag.chunks c on c.source_id = e.source_id and c.id = e.id
-     order by 8
-
+      join sag.chunks c on c.source_id = any (srcs) and c.source_id = e.source_id and c.id = e.id
+     order by 8;
+end
 $$;
-comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bigint[], float8, integer) is
+comment on function sag.dataflow_chunks(bigint[], float8[], integer, integer, bigint[], float8, integer, bigint[]) is
     'DataFlow chunk recall and completion (seed §1.3 steps 6-7): chunk score = its best event''s score; the '
     'top_n chunks, plus the chunks between two of them of the same document at most max_gap apart (completed, '
     'scored as the weaker neighbour); documents by best chunk, chunks in reading order (reading_order).  '
@@ -162,6 +182,20 @@ declare
     floors record;
     corpus bigint;
     weights_used float8[];
+    -- The sources (all when source_ids is NULL): every table read names them, and a function reading tables is
+    -- called in a statement of its own, so that on Citus each statement runs on the workers holding them.
+    srcs bigint[] := coalesce(source_ids, array(select s.id from sag.sources s order by s.id));
+    e_ids bigint[];
+    e_types text[];
+    e_names text[];
+    e_origins text[];
+    m_ids bigint[];
+    m_owner bigint[];
+    m_key bigint[];
+    text_events bigint[];
+    r_ids bigint[];
+    r_hops integer[];
+    r_act float8[];
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.dataflow_search: query_embedding must not be NULL';
@@ -211,15 +245,19 @@ begin
     -- 1. the query's entities (and its terms, for the term keys and BM25)
     t := clock_timestamp();
     tokens := sag.query_terms(query, source_ids);
+    select coalesce(array_agg(e.key_id), '{}'), coalesce(array_agg(e.type), '{}'), coalesce(array_agg(e.name), '{}'),
+           coalesce(array_agg(e.origin), '{}')
+      into e_ids, e_types, e_names, e_origins
+      from sag.dataflow_query_entities(query, query_embedding, source_ids, entity_names, entity_types, use_terms,
+                                       key_match_top_k, key_min_similarity, tokens) e;
     select coalesce(jsonb_agg(jsonb_build_object('key_id', e.key_id, 'type', e.type, 'name', e.name,
                                                  'origin', e.origin, 'hub', k.event_count > hub,
                                                  'weight', sag_internal._dataflow_type_weight(e.type, weights))
                               order by e.key_id), '[]'),
            array_agg(e.key_id order by e.key_id)
       into entities, q_keys
-      from sag.dataflow_query_entities(query, query_embedding, source_ids, entity_names, entity_types, use_terms,
-                                       key_match_top_k, key_min_similarity, tokens) e
-      join sag.keys k on k.id = e.key_id;
+      from unnest(e_ids, e_types, e_names, e_origins) as e(key_id, type, name, origin)
+      join sag.keys k on k.source_id = any (srcs) and k.id = e.key_id;
     timings := timings || jsonb_build_object('entities', sag_internal._ms_since(t));
 
     -- 2. the structured (entity) list and the vector list
@@ -241,12 +279,12 @@ begin
           from sag.bm25_chunks(tokens, source_ids, list_limit, max_postings => 2000) b;
     end if;
     if text_seeds and text_ids is not null then
+        text_events := array(select e.id
+                               from unnest(text_ids) with ordinality as t(chunk_id, n)
+                               join sag.events e on e.source_id = any (srcs) and e.chunk_id = t.chunk_id
+                              order by t.n, e.ordinal, e.id);
         select array_agg(f.id order by f.score desc, f.first_rank nulls last, f.second_rank nulls last, f.id) into s_ids
-          from sag.dataflow_rrf(coalesce(s_ids, '{}'),
-                                (select array_agg(e.id order by t.n, e.ordinal, e.id)
-                                   from unnest(text_ids) with ordinality as t(chunk_id, n)
-                                   join sag.events e on e.chunk_id = t.chunk_id),
-                                0.5, 0.5, rrf_k) f;
+          from sag.dataflow_rrf(coalesce(s_ids, '{}'), text_events, 0.5, 0.5, rrf_k) f;
         s_ids := s_ids[1:list_limit];
     end if;
     timings := timings || jsonb_build_object('text', sag_internal._ms_since(t));
@@ -262,20 +300,22 @@ begin
 
     -- 3. weighted RRF of the two, each initial event activated by its match against the query's entities
     t := clock_timestamp();
+    m_ids := array(select f.id
+                     from sag.dataflow_rrf(coalesce(s_ids, '{}'), coalesce(v_ids, '{}'), sql_weight, vector_weight, rrf_k) f
+                    order by f.score desc, f.first_rank nulls last, f.second_rank nulls last, f.id
+                    limit initial_limit);
+    select array_fill(0::bigint, array[cardinality(coalesce(q_keys, '{}'))]) || coalesce(array_agg(ek.event_id), '{}'),
+           coalesce(q_keys, '{}') || coalesce(array_agg(ek.key_id), '{}')
+      into m_owner, m_key
+      from sag.event_keys ek where ek.source_id = any (srcs) and ek.event_id = any (m_ids);
     with fused as (
         select f.*, row_number() over (order by f.score desc, f.first_rank nulls last, f.second_rank nulls last, f.id) as n
           from sag.dataflow_rrf(coalesce(s_ids, '{}'), coalesce(v_ids, '{}'), sql_weight, vector_weight, rrf_k) f
          limit initial_limit),
     matched as (
         select r.right_id as event_id, ratio_share * r.match_ratio + (1 - ratio_share) * r.relevance as activation
-          from sag.dataflow_pair_relevance(
-                   (select array_fill(0::bigint, array[count(*)::integer]) from fused),
-                   (select array_agg(f.id) from fused f),
-                   array_fill(0::bigint, array[cardinality(coalesce(q_keys, '{}'))])
-                       || (select array_agg(ek.event_id) from sag.event_keys ek where ek.event_id in (select f.id from fused f)),
-                   coalesce(q_keys, '{}')
-                       || (select array_agg(ek.key_id) from sag.event_keys ek where ek.event_id in (select f.id from fused f)),
-                   weights, vector_share, corpus, floors.key) r)
+          from sag.dataflow_pair_relevance(array_fill(0::bigint, array[cardinality(m_ids)]), m_ids, m_owner, m_key,
+                                           weights, vector_share, corpus, floors.key, srcs) r)
     select coalesce(jsonb_agg(jsonb_build_object('event_id', f.id, 'rrf', f.score, 'structured_rank', f.first_rank,
                                                  'vector_rank', f.second_rank,
                                                  'activation', coalesce(m.activation, 0)) order by f.n), '[]'),
@@ -294,20 +334,38 @@ begin
 
     -- 5. the four-factor score of every reached event
     t := clock_timestamp();
-    with r as (
-        select (x ->> 'event_id')::bigint as event_id, (x ->> 'hop')::integer as hop,
-               (x ->> 'activation')::float8 as activation
-          from jsonb_array_elements(reached) x),
-    timed as (
+    select coalesce(array_agg((x ->> 'event_id')::bigint), '{}'), coalesce(array_agg((x ->> 'hop')::integer), '{}'),
+           coalesce(array_agg((x ->> 'activation')::float8), '{}')
+      into r_ids, r_hops, r_act
+      from jsonb_array_elements(reached) x;
+    with timed as (
+        -- The event's own time (sag_internal._dataflow_event_time: its event_time, else its latest time key)
+        -- and the preference (sag.dataflow_preference: a focus name among its topic / tag keys), set-based.
         select r.event_id, r.hop, e.chunk_id, r.activation as relevance,
                coalesce(nullif(greatest(0, (1 - (e.embedding operator(@extschema:vector@.<=>) query_embedding) - floors.event)
                                            / (1 - floors.event)), 'NaN'::float8), 0) as similarity,
-               case when time_basis in ('event', 'own') then sag_internal._dataflow_event_time(e.source_id, e.id)
-               end as own_time,
+               case when time_basis in ('event', 'own') then coalesce(e.event_time, kt.year_time) end as own_time,
                e.created_at,
                case when cardinality(coalesce(focus, '{}')) = 0 then 0.5
-                    else sag.dataflow_preference(r.event_id, focus) end as preference
-          from r join sag.events e on e.id = r.event_id),
+                    else least(1.0, 0.5 + case when coalesce(kf.topic, false) then 0.3 else 0 end
+                                        + case when coalesce(kf.tag, false) then 0.2 else 0 end)::float8 end as preference
+          from unnest(r_ids, r_hops, r_act) as r(event_id, hop, activation)
+          join sag.events e on e.source_id = any (srcs) and e.id = r.event_id
+          left join (select ek.source_id, ek.event_id,
+                            max(make_timestamptz(case when y.y = 0 then 1 else y.y end, 1, 1, 0, 0, 0, 'UTC')) as year_time
+                       from sag.event_keys ek
+                       join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
+                      cross join lateral (select greatest(-4713, least(294000, floor(k.value_number)))::integer as y) y
+                      where ek.source_id = any (srcs) and k.source_id = any (srcs) and ek.event_id = any (r_ids)
+                        and k.type = 'time' and k.value_number is not null
+                      group by ek.source_id, ek.event_id) kt on kt.source_id = e.source_id and kt.event_id = e.id
+          left join (select ek.source_id, ek.event_id, bool_or(k.type = 'topic') as topic, bool_or(k.type = 'tag') as tag
+                       from sag.event_keys ek
+                       join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
+                      where ek.source_id = any (srcs) and k.source_id = any (srcs) and ek.event_id = any (r_ids)
+                        and k.type in ('topic', 'tag')
+                        and k.normalized = any (array(select sag_internal._fold_word(f) from unnest(focus) f))
+                      group by ek.source_id, ek.event_id) kf on kf.source_id = e.source_id and kf.event_id = e.id),
     factors as (
         -- 'event': the event's own time, else its ingest time.  'own': an event without a time of its own gets
         -- the median decay of the scored events that have one (neither favoured nor penalised for having no
@@ -335,7 +393,7 @@ begin
     t := clock_timestamp();
     select coalesce(jsonb_agg(to_jsonb(c) order by c.reading_order), '[]') into chunks
       from sag.dataflow_chunks(coalesce(ev_ids, '{}'), coalesce(ev_scores, '{}'), top_n, max_gap,
-                               text_ids, text_weight, rrf_k) c;
+                               text_ids, text_weight, rrf_k, srcs) c;
     timings := timings || jsonb_build_object('chunks', sag_internal._ms_since(t));
 
     return jsonb_build_object(

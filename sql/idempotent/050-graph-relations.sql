@@ -127,13 +127,17 @@ comment on function sag.add_entity(bigint, text, text, text, text, @extschema:ve
 create or replace function sag.get_entity(key_id bigint)
 returns table (id bigint, source_id bigint, type text, name text, description text, event_count integer,
                pinned boolean, tags text[])
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select k.id, k.source_id, k.type, k.name, k.description, k.event_count, k.pinned,
            array(select t.name from sag.key_tags kt join sag.tags t on t.source_id = kt.source_id and t.id = kt.tag_id
                   where kt.source_id = k.source_id and kt.key_id = k.id order by kt.relevance desc, t.name)
-      from sag.keys k where k.id = key_id
+      from sag.keys k where k.id = key_id;
+end
 $$;
 comment on function sag.get_entity(bigint) is 'An entity (key) with its description and tags (most relevant first); no row if none.';
 
@@ -206,15 +210,21 @@ comment on function sag.add_relation(bigint, text, bigint, float8, text, bigint)
 
 create or replace function sag.remove_relation(head_key_id bigint, tail_key_id bigint, relation_type text default null)
 returns integer
-language sql
+language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    _result integer;
+begin
     with gone as (
         delete from sag.relations r
          where r.head_key_id = remove_relation.head_key_id and r.tail_key_id = remove_relation.tail_key_id
            and (remove_relation.relation_type is null or r.relation_type = sag_internal._relation_type(remove_relation.relation_type))
         returning 1)
-    select count(*)::int from gone
+    select count(*)::int into _result from gone;
+    return _result;
+end
 $$;
 comment on function sag.remove_relation(bigint, bigint, text) is
     'Deletes the relations head -> tail of the given type (NULL: every type); returns how many.';
@@ -222,9 +232,12 @@ comment on function sag.remove_relation(bigint, bigint, text) is
 create or replace function sag.relations_of(key_id bigint, lim integer default 100)
 returns table (id bigint, head_key_id bigint, head text, relation_type text, tail_key_id bigint, tail text,
                weight real, origin text, evidence_count integer, event_id bigint)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select r.id, r.head_key_id, h.name, r.relation_type, r.tail_key_id, t.name, r.weight, r.origin,
            r.evidence_count, r.event_id
       from sag.relations r
@@ -232,31 +245,40 @@ as $$
       join sag.keys t on t.source_id = r.source_id and t.id = r.tail_key_id
      where r.head_key_id = relations_of.key_id or r.tail_key_id = relations_of.key_id
      order by r.weight desc, r.evidence_count desc, r.id
-     limit lim
+     limit lim;
+end
 $$;
 comment on function sag.relations_of(bigint, integer) is
     'The relations an entity takes part in (as head or tail), strongest first.';
 
 create or replace function sag.relation_counts(source_ids bigint[] default null)
 returns table (origin text, relation_type text, relations bigint, evidence bigint)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select r.origin, r.relation_type, count(*), sum(r.evidence_count)::bigint
       from sag.relations r where source_ids is null or r.source_id = any(source_ids)
-     group by r.origin, r.relation_type order by count(*) desc, r.origin, r.relation_type
+     group by r.origin, r.relation_type order by count(*) desc, r.origin, r.relation_type;
+end
 $$;
 comment on function sag.relation_counts(bigint[]) is 'Relations and their evidence per origin and type.';
 
 create or replace function sag.entity_id(p_source_id bigint, normalized text, entity_type text default null)
 returns bigint
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select k.id from sag.keys k
      where k.source_id = p_source_id and k.normalized = entity_id.normalized
        and (entity_type is null or k.type = lower(trim(entity_type)))
-     order by k.event_count desc, k.id limit 1
+     order by k.event_count desc, k.id limit 1);
+end
 $$;
 comment on function sag.entity_id(bigint, text, text) is
     'The entity (key) of a source with this normalized name (and type, if given; else the one with most events).';
@@ -265,9 +287,12 @@ comment on function sag.entity_id(bigint, text, text) is
 -- of the source), that no LLM relation cites yet.
 create or replace function sag.relation_candidates(p_source_id bigint, uris text[] default null, lim integer default 100)
 returns table (event_id bigint, uri text, content text, key_ids bigint[], key_names text[])
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select e.id, d.uri, e.content, array_agg(k.id order by k.id), array_agg(k.name order by k.id)
       from sag.documents d
       join sag.events e on e.source_id = d.source_id and e.document_id = d.id
@@ -281,7 +306,8 @@ as $$
      group by e.id, d.uri, e.content
     having count(*) >= 2
      order by e.id
-     limit lim
+     limit lim;
+end
 $$;
 comment on function sag.relation_candidates(bigint, text[], integer) is
     'Events (with two keys or more) of the given documents that no LLM relation cites yet: what relation '

@@ -4,9 +4,12 @@
 -- Co-occurrence relations have no direction (stored once, lower id first) and are followed both ways always.
 create or replace function sag_internal._neighbours(key_id bigint, direction text, relation_types text[])
 returns table (neighbour bigint, weight real, relation_type text)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select r.tail_key_id, r.weight, r.relation_type from sag.relations r
      where r.source_id = (select k.source_id from sag.keys k where k.id = _neighbours.key_id)
        and r.head_key_id = _neighbours.key_id
@@ -17,7 +20,8 @@ as $$
      where r.source_id = (select k.source_id from sag.keys k where k.id = _neighbours.key_id)
        and r.tail_key_id = _neighbours.key_id
        and (direction in ('in', 'both') or r.origin = 'cooccurrence')
-       and (relation_types is null or r.relation_type = any(relation_types))
+       and (relation_types is null or r.relation_type = any(relation_types));
+end
 $$;
 
 -- Breadth first, one row per level: the recursive CTE carries the level's frontier (ids and path scores)
@@ -36,6 +40,16 @@ set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
     types text[] := (select array_agg(sag_internal._relation_type(t)) from unnest(relation_types) t);
+    src bigint;
+    frontier bigint[];
+    frontier_w float8[];
+    visited bigint[];
+    next_ids bigint[];
+    next_w float8[];
+    lvl integer := 0;
+    out_ids bigint[] := '{}';
+    out_w float8[] := '{}';
+    out_level integer[] := '{}';
 begin
     if (depth between 1 and 6) is not true then
         raise exception using errcode = '22023',
@@ -46,30 +60,46 @@ begin
                               message = format('sag.get_related: direction must be out, in or both, got %L',
                                                direction);
     end if;
-    if not exists (select 1 from sag.keys k where k.id = get_related.key_id) then
+    src := (select k.source_id from sag.keys k where k.id = get_related.key_id);
+    if src is null then
         raise exception using errcode = 'P0002', message = format('sag.get_related: no entity with id %s', key_id);
     end if;
+    -- Breadth first, one statement a level over the relations of the key's source (an entity's graph is its
+    -- source's: on Citus each level runs on the worker holding it).
+    frontier := array[key_id];
+    frontier_w := array[1.0::float8];
+    visited := frontier;
+    while lvl < depth loop
+        select array_agg(x.neighbour order by x.neighbour), array_agg(x.w order by x.neighbour) into next_ids, next_w
+          from (select n.neighbour, max(n.w) as w
+                  from (select r.tail_key_id as neighbour, f.w * r.weight as w
+                          from unnest(frontier, frontier_w) as f(id, w)
+                          join sag.relations r on r.source_id = src and r.head_key_id = f.id
+                         where (direction in ('out', 'both') or r.origin = 'cooccurrence')
+                           and (types is null or r.relation_type = any (types))
+                        union all
+                        select r.head_key_id, f.w * r.weight
+                          from unnest(frontier, frontier_w) as f(id, w)
+                          join sag.relations r on r.source_id = src and r.tail_key_id = f.id
+                         where (direction in ('in', 'both') or r.origin = 'cooccurrence')
+                           and (types is null or r.relation_type = any (types))) n
+                 -- NOT IN a subquery is a hashed lookup; <> all(array) would scan it per row.
+                 where n.neighbour not in (select unnest(visited))
+                 group by n.neighbour) x;
+        exit when next_ids is null;
+        lvl := lvl + 1;
+        out_ids := out_ids || next_ids;
+        out_w := out_w || next_w;
+        out_level := out_level || array_fill(lvl, array[cardinality(next_ids)]);
+        visited := visited || next_ids;
+        frontier := next_ids;
+        frontier_w := next_w;
+    end loop;
     return query
-    with recursive bfs(level, frontier, weights, visited) as (
-        select 0, array[get_related.key_id], array[1.0::float8], array[get_related.key_id]
-        union all
-        select b.level + 1, nxt.ids, nxt.weights, b.visited || nxt.ids
-          from bfs b
-         cross join lateral (
-             select array_agg(x.neighbour order by x.neighbour) as ids, array_agg(x.w order by x.neighbour) as weights
-               from (select n.neighbour, max(f.w * n.weight) as w
-                       from unnest(b.frontier, b.weights) as f(id, w)
-                      cross join lateral sag_internal._neighbours(f.id, direction, types) n
-                      -- NOT IN a subquery is a hashed lookup; <> all(array) would scan it per row.
-                      where n.neighbour not in (select unnest(b.visited))
-                      group by n.neighbour) x) nxt
-         where b.level < depth and nxt.ids is not null
-    )
-    select k.id, k.type, k.name, b.level, f.w, f.w / b.level
-      from bfs b cross join lateral unnest(b.frontier, b.weights) as f(id, w)
-      join sag.keys k on k.id = f.id
-     where b.level > 0
-     order by f.w / b.level desc, b.level, k.id
+    select k.id, k.type, k.name, f.level, f.w, f.w / f.level
+      from unnest(out_ids, out_w, out_level) as f(id, w, level)
+      join sag.keys k on k.source_id = src and k.id = f.id
+     order by f.w / f.level desc, f.level, k.id
      limit lim;
 end;
 $$;
@@ -83,9 +113,12 @@ comment on function sag.get_related(bigint, integer, text, text[], integer) is
 -- word (Latin) or as a substring (Han, which has no spaces).  Ordered by matched keywords, then events.
 create or replace function sag.find_by_keywords(keywords text[], source_ids bigint[] default null, lim integer default 20)
 returns table (id bigint, source_id bigint, type text, name text, description text, event_count integer, matched integer)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     with kw as (
         select distinct lower(normalize(w, NFKC)) as w from unnest(keywords) w where coalesce(w, '') <> ''
     ), hits as (
@@ -101,7 +134,8 @@ as $$
     select k.id, k.source_id, k.type, k.name, k.description, k.event_count, h.matched
       from hits h join sag.keys k on k.source_id = h.source_id and k.id = h.id
      order by h.matched desc, (k.normalized = any(select w from kw)) desc, k.event_count desc, k.id
-     limit lim
+     limit lim;
+end
 $$;
 comment on function sag.find_by_keywords(text[], bigint[], integer) is
     'Entities (keys) named by the keywords: normalized name equal to a keyword, or the keyword a word of the '
@@ -113,9 +147,12 @@ create or replace function sag.neighbourhood_edges(key_id bigint, depth integer 
                                                    relation_types text[] default null, lim integer default 200)
 returns table (head_key_id bigint, head text, head_type text, relation_type text, tail_key_id bigint, tail text,
                tail_type text, weight real, origin text)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     with nodes as (
         select neighbourhood_edges.key_id as id
         union select g.id from sag.get_related(neighbourhood_edges.key_id, depth, direction, relation_types, lim) g
@@ -127,7 +164,8 @@ as $$
      where r.source_id = (select k.source_id from sag.keys k where k.id = neighbourhood_edges.key_id)
        and r.head_key_id in (select id from nodes) and r.tail_key_id in (select id from nodes)
        and (relation_types is null or r.relation_type = any(select sag_internal._relation_type(x) from unnest(relation_types) x))
-     order by r.head_key_id, r.tail_key_id, r.relation_type
+     order by r.head_key_id, r.tail_key_id, r.relation_type;
+end
 $$;
 comment on function sag.neighbourhood_edges(bigint, integer, text, text[], integer) is
     'The relations among an entity and the entities sag.get_related reaches from it: a neighbourhood to export.';

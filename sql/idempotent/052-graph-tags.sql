@@ -9,24 +9,32 @@ return nullif(trim(both '-' from regexp_replace(lower(normalize(coalesce(candida
 
 create or replace function sag.find_tags(p_source_id bigint, prefix text default '', lim integer default 50)
 returns setof text
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select t.name from sag.tags t
      where t.source_id = p_source_id
        and t.name like replace(replace(replace(coalesce(sag_internal._tag_name(prefix), ''), '\', '\\'), '%', '\%'), '_', '\_') || '%'
-     order by t.name limit lim
+     order by t.name limit lim;
+end
 $$;
 comment on function sag.find_tags(bigint, text, integer) is
     'The source''s tags that start with prefix (folded like a tag), alphabetical.';
 
 create or replace function sag.entity_count_by_tag(p_source_id bigint, tag text)
 returns bigint
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select count(*) from sag.key_tags kt join sag.tags t on t.source_id = kt.source_id and t.id = kt.tag_id
-     where t.source_id = p_source_id and t.name = sag_internal._tag_name(tag)
+     where t.source_id = p_source_id and t.name = sag_internal._tag_name(tag));
+end
 $$;
 comment on function sag.entity_count_by_tag(bigint, text) is 'How many entities carry the tag.';
 
@@ -34,9 +42,12 @@ comment on function sag.entity_count_by_tag(bigint, text) is 'How many entities 
 -- most two characters ("databases" -> "database", "graph" -> "graphs"), the most used, then the shortest.
 create or replace function sag_internal._reuse_tag(p_source_id bigint, candidate text)
 returns text
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select t.name from sag.tags t
      where t.source_id = p_source_id
        and (t.name = candidate
@@ -46,7 +57,8 @@ as $$
      order by t.name = candidate desc,
               (select count(*) from sag.key_tags kt where kt.source_id = t.source_id and kt.tag_id = t.id) desc,
               char_length(t.name), t.name
-     limit 1
+     limit 1);
+end
 $$;
 
 -- Replaces an entity's tags with the candidates (relevances: parallel, NULL = by position, first most

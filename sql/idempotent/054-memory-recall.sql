@@ -38,18 +38,31 @@ comment on function sag.extract_keywords(text, bigint[]) is
 create or replace function sag.recall_entities(keywords text[], source_ids bigint[] default null,
                                                depth integer default 2, seeds integer default 10)
 returns table (key_id bigint, score float8, distance integer)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
-    with named as materialized (
-        select s.id from sag.find_by_keywords(keywords, source_ids, seeds) s
-    )
+#variable_conflict use_column
+declare
+    named bigint[] := array(select s.id from sag.find_by_keywords(keywords, source_ids, seeds) s);
+    seed bigint;
+    ids bigint[] := '{}';
+    scores float8[] := '{}';
+    distances integer[] := '{}';
+begin
+    -- Each named entity's neighbourhood in a statement of its own (sag.get_related reads tables).
+    foreach seed in array named loop
+        select ids || coalesce(array_agg(g.id), '{}'), scores || coalesce(array_agg(g.score), '{}'),
+               distances || coalesce(array_agg(g.distance), '{}')
+          into ids, scores, distances
+          from sag.get_related(seed, depth, 'both', null, 100) g;
+    end loop;
+    return query
     select x.id, max(x.score), min(x.distance)
-      from (select s.id, 1.0::float8 as score, 0 as distance from named s
+      from (select s.id, 1.0::float8 as score, 0 as distance from unnest(named) as s(id)
             union all
-            select g.id, g.score, g.distance
-              from named s cross join lateral sag.get_related(s.id, depth, 'both', null, 100) g) x
-     group by x.id
+            select g.id, g.score, g.distance from unnest(ids, scores, distances) as g(id, score, distance)) x
+     group by x.id;
+end
 $$;
 comment on function sag.recall_entities(text[], bigint[], integer, integer) is
     'The graph channel''s entities: those the keywords name (score 1, distance 0) and the ones get_related '
@@ -70,6 +83,12 @@ declare
     qb text[] := sag.text_bigrams(query);
     tsq tsquery;
     found_rows jsonb;
+    srcs bigint[] := coalesce(source_ids, array(select s.id from sag.sources s order by s.id));
+    e_ids bigint[] := '{}';
+    e_scores float8[] := '{}';
+    c_docs bigint[] := '{}';
+    c_ranks float8[] := '{}';
+    g_docs bigint[] := '{}';
 begin
     if (channels in ('hybrid', 'knowledge', 'graph')) is not true then
         raise exception using errcode = '22023',
@@ -84,36 +103,51 @@ begin
         return;
     end if;
     tsq := to_tsquery('simple', (select string_agg(quote_literal(w), ' | ') from unnest(kw) w));
-    with ents as (
-        select e.key_id, e.score from sag.recall_entities(kw, source_ids, depth) e where channels <> 'knowledge'
-    ), by_content as (
-        select c.document_id, max(ts_rank(c.tsv, tsq)) as rank from sag.chunks c
-         where channels <> 'graph' and c.tsv @@ tsq and (source_ids is null or c.source_id = any(source_ids))
-         group by c.document_id order by 2 desc, 1 limit candidates
-    ), by_graph as (
-        select ev.document_id, max(en.score) as g from ents en
-          join sag.keys k on k.id = en.key_id
-          join sag.event_keys ek on ek.source_id = k.source_id and ek.key_id = k.id
-          join sag.events ev on ev.source_id = ek.source_id and ev.id = ek.event_id
-         group by ev.document_id order by 2 desc, 1 limit candidates
-    ), cand as (
+    -- Each step a statement of its own that reads the per-source tables by source, or none (on Citus a
+    -- function reading tables is not called inside a statement over distributed tables).
+    if channels <> 'knowledge' then
+        select coalesce(array_agg(e.key_id), '{}'), coalesce(array_agg(e.score), '{}') into e_ids, e_scores
+          from sag.recall_entities(kw, source_ids, depth) e;
+    end if;
+    if channels <> 'graph' then
+        select coalesce(array_agg(x.document_id), '{}'), coalesce(array_agg(x.rank), '{}') into c_docs, c_ranks
+          from (select c.document_id, max(ts_rank(c.tsv, tsq)) as rank from sag.chunks c
+                 where c.tsv @@ tsq and c.source_id = any (srcs)
+                 group by c.document_id order by 2 desc, 1 limit candidates) x;
+    end if;
+    select coalesce(array_agg(x.document_id), '{}') into g_docs
+      from (select ev.document_id, max(en.score) as g
+              from unnest(e_ids, e_scores) as en(key_id, score)
+              join sag.keys k on k.source_id = any (srcs) and k.id = en.key_id
+              join sag.event_keys ek on ek.source_id = any (srcs) and ek.source_id = k.source_id and ek.key_id = k.id
+              join sag.events ev on ev.source_id = any (srcs) and ev.source_id = ek.source_id and ev.id = ek.event_id
+             group by ev.document_id order by 2 desc, 1 limit candidates) x;
+    with cand as (
         select coalesce(bc.document_id, bg.document_id) as document_id, bc.document_id is not null as via_c,
                bg.document_id is not null as via_g
-          from by_content bc full join by_graph bg on bg.document_id = bc.document_id
+          from unnest(c_docs) as bc(document_id) full join unnest(g_docs) as bg(document_id)
+            on bg.document_id = bc.document_id
     ), scored as materialized (   -- each candidate's components once (not again in the filter and the sort)
         select d.id, d.uri, d.title, c.via_c, c.via_g,
-               sag_internal._overlap(qb, d.title, d.summary,
-                            array(select ch.content from sag.chunks ch
-                                   where ch.source_id = d.source_id and ch.document_id = d.id)) as o,
-               coalesce((select max(en.score) from sag.events ev
-                           join sag.event_keys ek on ek.source_id = ev.source_id and ek.event_id = ev.id
-                           join ents en on en.key_id = ek.key_id
-                          where ev.source_id = d.source_id and ev.document_id = d.id), 0) as g,
+               sag_internal._overlap(qb, d.title, d.summary, coalesce(ch.contents, '{}')) as o,
+               coalesce(gr.g, 0) as g,
                sag.temporal_weight(d.updated_at, now(), half_life) as t,
-               sag.reference_weight((select rs.recall_count from sag.recall_stats rs
-                                      where rs.source_id = d.source_id and rs.document_id = d.id)) as r
-
-          from cand c join sag.documents d on d.id = c.document_id
+               sag.reference_weight(rs.recall_count) as r
+          from cand c
+          join sag.documents d on d.source_id = any (srcs) and d.id = c.document_id
+          left join (select ch.source_id, ch.document_id, array_agg(ch.content order by ch.ordinal, ch.id) as contents
+                       from sag.chunks ch
+                      where ch.source_id = any (srcs) and ch.document_id = any (c_docs || g_docs)
+                      group by ch.source_id, ch.document_id) ch on ch.source_id = d.source_id and ch.document_id = d.id
+          left join (select ev.source_id, ev.document_id, max(en.score) as g
+                       from sag.events ev
+                       join sag.event_keys ek on ek.source_id = any (srcs) and ek.source_id = ev.source_id
+                                             and ek.event_id = ev.id
+                       join unnest(e_ids, e_scores) as en(key_id, score) on en.key_id = ek.key_id
+                      where ev.source_id = any (srcs) and ev.document_id = any (c_docs || g_docs)
+                      group by ev.source_id, ev.document_id) gr on gr.source_id = d.source_id and gr.document_id = d.id
+          left join sag.recall_stats rs on rs.source_id = any (srcs) and rs.source_id = d.source_id
+                                       and rs.document_id = d.id
     ), ranked as (
         select s.*, sag.memory_score(strategy, s.o, s.g, s.t, s.r, weights) as total from scored s
     )

@@ -10,9 +10,13 @@ drop function if exists sag.record_chunk_recall(bigint[], float8[]);
 -- concurrent writers never deadlock.
 create or replace function sag.record_recall(document_ids bigint[], scores float8[], searches integer[] default null)
 returns integer
-language sql
+language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    _result integer;
+begin
     with per_search as (
         select coalesce(u.search, 0) as search, u.id, max(coalesce(u.score, 0)) as score
           from unnest(document_ids, scores, searches) u(id, score, search)
@@ -28,7 +32,9 @@ as $$
                total_score = s.total_score + excluded.total_score,
                last_recall_at = excluded.last_recall_at
         returning 1)
-    select count(*)::int from noted
+    select count(*)::int into _result from noted;
+    return _result;
+end
 $$;
 comment on function sag.record_recall(bigint[], float8[], integer[]) is
     'Records that searches or recalls returned these documents with these scores (parallel arrays; searches '
@@ -37,11 +43,15 @@ comment on function sag.record_recall(bigint[], float8[], integer[]) is
 
 create or replace function sag.record_chunk_recall(chunk_ids bigint[], scores float8[], searches integer[] default null)
 returns integer
-language sql
+language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select sag.record_recall(array_agg(c.document_id), array_agg(u.score), array_agg(coalesce(u.search, 0)))
-      from unnest(chunk_ids, scores, searches) u(id, score, search) join sag.chunks c on c.id = u.id
+      from unnest(chunk_ids, scores, searches) u(id, score, search) join sag.chunks c on c.id = u.id);
+end
 $$;
 comment on function sag.record_chunk_recall(bigint[], float8[], integer[]) is
     'sag.record_recall for searches'' chunks: each chunk counts for its document (once per search, best score).';
@@ -163,15 +173,19 @@ comment on function sag.evict(text, bigint[], interval, integer, float8[], inter
 create or replace function sag.memory_stats(source_ids bigint[] default null, lim integer default 10)
 returns table (document_id bigint, uri text, recall_count bigint, average_score float8, last_recall_at timestamptz,
                value float8)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select d.id, d.uri, rs.recall_count, rs.total_score / nullif(rs.recall_count, 0), rs.last_recall_at,
            sag.recall_value(rs.recall_count, rs.total_score, rs.last_recall_at)
       from sag.recall_stats rs join sag.documents d on d.source_id = rs.source_id and d.id = rs.document_id
 
      where source_ids is null or d.source_id = any(source_ids)
      order by rs.recall_count desc, rs.last_recall_at desc, d.id
-     limit lim
+     limit lim;
+end
 $$;
 comment on function sag.memory_stats(bigint[], integer) is 'The most recalled documents with their recall statistics and value.';

@@ -46,16 +46,20 @@ comment on function sag.kg_entity(text, text) is
 -- documents) the key's name; '' for an unnamed imported node or a literal (the id is shown instead).
 create or replace function sag.kg_node_name(node bigint)
 returns text
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select coalesce(
         (select n.name from sag.kg_names n
           where n.source_id = (select k.source_id from sag.keys k where k.id = node) and n.key_id = node
           order by (n.lang = 'en' or n.lang like 'en-%') desc, n.lang, n.name limit 1),
         (select case when k.type in ('entity', 'literal', 'number', 'bool', 'date') then '' else k.name end
            from sag.keys k where k.id = node),
-        '')
+        ''));
+end
 $$;
 comment on function sag.kg_node_name(bigint) is
     'A KG node''s display name: English first (LANGMATCHES en), else any language, else a document key''s name; '
@@ -67,7 +71,10 @@ language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
 begin
-    select k.id, k.source_id into node, node_source from sag.keys k where k.id = sag.kg_entity(entity, source);
+    -- The name first, then its key (on Citus a function reading tables is not called inside a statement over
+    -- distributed tables).
+    node := sag.kg_entity(entity, source);
+    select k.id, k.source_id into node, node_source from sag.keys k where k.id = node;
     if node is null then
         raise exception using errcode = 'P0002', message = format('no entity %L in the knowledge graph', entity);
     end if;
@@ -77,12 +84,16 @@ $$;
 -- The relation whitelist of a source (sources.config -> 'kg_relation_whitelist'), NULL without one.
 create or replace function sag_internal._kg_whitelist(source_id bigint)
 returns text[]
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select case when s.config ? 'kg_relation_whitelist'
                 then array(select jsonb_array_elements_text(s.config -> 'kg_relation_whitelist')) end
-      from sag.sources s where s.id = source_id
+      from sag.sources s where s.id = source_id);
+end
 $$;
 
 create or replace function sag.kg_relations(
@@ -142,7 +153,7 @@ begin
                                                limit_per_relation);
     end if;
     e := sag_internal._kg_require_entity(entity, source);
-    select k.name into entity_id from sag.keys k where k.id = e.node;
+    select k.name into entity_id from sag.keys k where k.source_id = e.node_source and k.id = e.node;
     entity_name := coalesce(nullif(sag.kg_node_name(e.node), ''), entity);
     flatten_map := coalesce(flatten_map, '{}');
     -- Neighbours: out 2x, in 4x limit_per_relation per relation, as the seed's two SPARQL queries.
@@ -160,8 +171,15 @@ begin
                               where x.source_id = e.node_source and x.tail_key_id = e.node and x.relation_type = rl.r
                               order by k.name limit 4 * limit_per_relation) i
     )
+    -- (a node's name as sag.kg_node_name gives it, inline: the names are on the source's worker)
     select coalesce(jsonb_agg(jsonb_build_object('relation', n.relation, 'direction', n.direction, 'id', k.name,
-                                                 'name', sag.kg_node_name(n.node), 'key', n.node)), '[]')
+                                                 'name', coalesce((select nm.name from sag.kg_names nm
+                                                          where nm.source_id = e.node_source and nm.key_id = k.id
+                                                          order by (nm.lang = 'en' or nm.lang like 'en-%') desc, nm.lang, nm.name
+                                                          limit 1),
+                                                        case when k.type in ('entity', 'literal', 'number', 'bool', 'date') then ''
+                                                             else k.name end, ''),
+                                                 'key', n.node)), '[]')
       into hop1
       from nodes n join sag.keys k on k.source_id = e.node_source and k.id = n.node;
     -- The edges of the CVT nodes (out-CVTs: their out edges, in-CVTs: their in edges; 50 relations each, 2x
@@ -200,7 +218,12 @@ begin
                                order by k.name limit 2 * limit_per_relation)) o
     )
     select coalesce(jsonb_agg(jsonb_build_object('cvt', g.cvt, 'direction', g.direction, 'relation', g.rel,
-                                                 'id', k.name, 'name', sag.kg_node_name(g.node))), '[]')
+                                                 'id', k.name, 'name', coalesce((select nm.name from sag.kg_names nm
+                                                          where nm.source_id = e.node_source and nm.key_id = k.id
+                                                          order by (nm.lang = 'en' or nm.lang like 'en-%') desc, nm.lang, nm.name
+                                                          limit 1),
+                                                        case when k.type in ('entity', 'literal', 'number', 'bool', 'date') then ''
+                                                             else k.name end, ''))), '[]')
       into hop2
       from edges g join sag.keys k on k.source_id = e.node_source and k.id = g.node;
     return sag.kg_assemble_triples(entity_id, entity_name, relations, hop1, hop2, flatten_map, question,

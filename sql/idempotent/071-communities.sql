@@ -49,9 +49,13 @@ $$;
 
 create or replace function sag.reuse_community_reports(run_id bigint)
 returns integer
-language sql volatile
+language plpgsql volatile
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    _result integer;
+begin
     with missing as (
         select c.id, c.membership_hash from sag.clusters c
          where c.run_id = reuse_community_reports.run_id
@@ -73,7 +77,9 @@ as $$
           from found f
         returning 1
     )
-    select count(*)::integer from copied
+    select count(*)::integer into _result from copied;
+    return _result;
+end
 $$;
 comment on function sag.reuse_community_reports(bigint) is
     'Incremental reports: every community of run_id without a report gets a copy of the newest report '
@@ -82,25 +88,62 @@ comment on function sag.reuse_community_reports(bigint) is
 
 create or replace function sag.community_digest(cluster_ids bigint[], max_events integer default 40)
 returns table (cluster_id bigint, event_id bigint, title text, content text, key_hits integer)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+declare
+    m_cluster bigint[];
+    m_source bigint[];
+    m_event bigint[];
+    t_cluster bigint[];
+    t_key bigint[];
+    h_source bigint[];
+    h_event bigint[];
+    h_key bigint[];
+    e_source bigint[];
+    e_id bigint[];
+    e_title text[];
+    e_content text[];
+begin
+    -- The memberships and top keys (coordinator tables), then the events and their keys (per-source tables),
+    -- each read on its own: on Citus the community tables stay on the coordinator and the events are on the
+    -- workers holding their sources.
+    select coalesce(array_agg(ce.cluster_id), '{}'), coalesce(array_agg(ce.source_id), '{}'),
+           coalesce(array_agg(ce.event_id), '{}')
+      into m_cluster, m_source, m_event
+      from sag.cluster_events ce where ce.cluster_id = any (cluster_ids);
+    select coalesce(array_agg(c.id), '{}'), coalesce(array_agg((t ->> 'id')::bigint), '{}') into t_cluster, t_key
+      from sag.clusters c cross join lateral jsonb_array_elements(c.top_keys) t
+     where c.id = any (cluster_ids);
+    select coalesce(array_agg(ek.source_id), '{}'), coalesce(array_agg(ek.event_id), '{}'),
+           coalesce(array_agg(ek.key_id), '{}')
+      into h_source, h_event, h_key
+      from sag.event_keys ek
+     where ek.source_id = any (array(select distinct unnest(m_source))) and ek.event_id = any (m_event)
+       and ek.key_id = any (t_key);
+    select coalesce(array_agg(e.source_id), '{}'), coalesce(array_agg(e.id), '{}'), coalesce(array_agg(e.title), '{}'),
+           coalesce(array_agg(e.content), '{}')
+      into e_source, e_id, e_title, e_content
+      from sag.events e
+     where e.source_id = any (array(select distinct unnest(m_source))) and e.id = any (m_event);
+    return query
     -- Per community its max_events most characteristic events: those holding most of its top keys first.
     select x.cluster_id, x.event_id, x.title, x.content, x.key_hits
-      from (select ce.cluster_id, e.id as event_id, e.title, e.content, h.hits as key_hits,
-                   row_number() over (partition by ce.cluster_id order by h.hits desc, e.id) as n
-              from sag.cluster_events ce
-              join sag.clusters c on c.id = ce.cluster_id
-              join sag.events e on e.source_id = ce.source_id and e.id = ce.event_id
+      from (select m.cluster_id, e.id as event_id, e.title, e.content, h.hits as key_hits,
+                   row_number() over (partition by m.cluster_id order by h.hits desc, e.id) as n
+              from unnest(m_cluster, m_source, m_event) as m(cluster_id, source_id, event_id)
+              join unnest(e_source, e_id, e_title, e_content) as e(source_id, id, title, content)
+                on e.source_id = m.source_id and e.id = m.event_id
               cross join lateral (
                   select count(*)::integer as hits
-                    from sag.event_keys ek
+                    from unnest(h_source, h_event, h_key) as ek(source_id, event_id, key_id)
                    where ek.source_id = e.source_id and ek.event_id = e.id
-
-                     and ek.key_id in (select (t->>'id')::bigint from jsonb_array_elements(c.top_keys) t)) h
-             where ce.cluster_id = any (cluster_ids)) x
+                     and ek.key_id in (select t.key_id from unnest(t_cluster, t_key) as t(cluster_id, key_id)
+                                        where t.cluster_id = m.cluster_id)) h) x
      where x.n <= max_events
-     order by x.cluster_id, x.n
+     order by x.cluster_id, x.n;
+end
 $$;
 comment on function sag.community_digest(bigint[], integer) is
     'What a community report is written from: per community its max_events events holding most of the '
@@ -130,9 +173,12 @@ comment on function sag.community_reports(text, integer, bigint) is
 
 create or replace function sag.community_report(cluster_id bigint)
 returns jsonb
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return (
     select jsonb_build_object(
                'id', c.id, 'run_id', c.run_id, 'level', c.level, 'ordinal', c.ordinal, 'parent_id', c.parent_id,
                'size', c.size, 'top_keys', c.top_keys, 'membership_hash', c.membership_hash,
@@ -147,7 +193,8 @@ as $$
                                                     'completion_tokens', r.completion_tokens)
                             from sag.community_reports r where r.cluster_id = c.id))
       from sag.clusters c
-     where c.id = community_report.cluster_id
+     where c.id = community_report.cluster_id);
+end
 $$;
 comment on function sag.community_report(bigint) is
     'One community as JSON: level, parent, children, size, top keys and its report (NULL if none).  '
@@ -155,16 +202,20 @@ comment on function sag.community_report(bigint) is
 
 create or replace function sag.hierarchy_levels(run_id bigint)
 returns table (level integer, communities integer, events integer, reports integer, llm_reports integer)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select c.level, count(*)::integer, sum(c.size)::integer, count(r.cluster_id)::integer,
            count(r.cluster_id) filter (where r.kind = 'llm')::integer
       from sag.clusters c
       left join sag.community_reports r on r.cluster_id = c.id
      where c.run_id = hierarchy_levels.run_id
      group by c.level
-     order by c.level
+     order by c.level;
+end
 $$;
 comment on function sag.hierarchy_levels(bigint) is
     'Per level of a hierarchy: communities, events, reports (and how many an LLM wrote).';

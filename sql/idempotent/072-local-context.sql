@@ -68,6 +68,9 @@ declare
     included bigint[];
     excluded bigint[];
     key_floor float8;
+    srcs bigint[];  -- the sources (all without one): every table read names them (Citus routes by them)
+    m_ids bigint[];
+    m_sim float8[];
 begin
     if (top_k_entities >= 1) is not true then
         raise exception using errcode = '22023',
@@ -97,6 +100,7 @@ begin
     if source is not null then
         sids := sag.source_ids(array[source]);
     end if;
+    srcs := coalesce(sids, array(select s.id from sag.sources s order by s.id));
     run := sag.hierarchy_run(source);
     lvl := coalesce(level, (select max(c.level) from sag.clusters c where c.run_id = run));
     budget_reports := floor(max_tokens * community_prop);
@@ -108,14 +112,16 @@ begin
     named := named || sag_internal._named_topics(query, sids, null, named);
     named := named || sag_internal._aliases_of(named);
     included := array(select k.id from unnest(coalesce(include_entities, '{}')) with ordinality as i(name, o)
-                        join sag.keys k on k.normalized = sag_internal._fold_word(i.name)
-                       where (sids is null or k.source_id = any (sids)) order by i.o, k.id);
+                        join sag.keys k on k.source_id = any (srcs) and k.normalized = sag_internal._fold_word(i.name)
+                       order by i.o, k.id);
     included := included || sag_internal._aliases_of(included);
     excluded := array(select k.id from unnest(coalesce(exclude_entities, '{}')) as x(name)
-                        join sag.keys k on k.normalized = sag_internal._fold_word(x.name)
-                       where sids is null or k.source_id = any (sids));
+                        join sag.keys k on k.source_id = any (srcs) and k.normalized = sag_internal._fold_word(x.name));
     excluded := excluded || sag_internal._aliases_of(excluded);
     select f.key into key_floor from sag.similarity_floors(sids) f;
+    select coalesce(array_agg(n.key_id), '{}'), coalesce(array_agg(n.similarity), '{}') into m_ids, m_sim
+      from sag.match_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer, min_similarity,
+                          coalesce(key_floor, 0)) n;
     selected := array(
         select c.key_id
           from (select distinct on (x.key_id) x.key_id, x.tier, x.o
@@ -124,21 +130,21 @@ begin
                         union all
                         select m.key_id, 1, m.o::float8 from unnest(included) with ordinality as m(key_id, o)
                         union all
-                        select n.key_id, 2, 1 - n.similarity
-                          from sag.match_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer,
-                                              min_similarity, coalesce(key_floor, 0)) n) x
+                        select n.key_id, 2, 1 - n.similarity from unnest(m_ids, m_sim) as n(key_id, similarity)) x
                  order by x.key_id, x.tier, x.o) c
-          join sag.keys k on k.id = c.key_id
+          join sag.keys k on k.source_id = any (srcs) and k.id = c.key_id
          where k.event_count > 0 and c.key_id <> all (excluded)
          order by c.tier, c.o, c.key_id
          limit top_k_entities);
     if cardinality(selected) = 0 then
         -- Nothing named and no key similar enough: the nearest keys above the floor (GraphRAG's plain local
         -- search), rather than an empty context (a DRIFT follow-up query may name nothing).
+        select coalesce(array_agg(n.key_id), '{}'), coalesce(array_agg(n.distance), '{}') into m_ids, m_sim
+          from sag_internal._nearest_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer) n;
         selected := array(
             select n.key_id
-              from sag_internal._nearest_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer) n
-              join sag.keys k on k.id = n.key_id
+              from unnest(m_ids, m_sim) as n(key_id, distance)
+              join sag.keys k on k.source_id = any (srcs) and k.id = n.key_id
              where k.event_count > 0 and 1 - n.distance > coalesce(key_floor, 0) and n.key_id <> all (excluded)
              order by n.distance, n.key_id
              limit top_k_entities);
@@ -149,14 +155,16 @@ begin
                (select string_agg(sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))), '; ' order by ev.id)
                   from (select ev.id, ev.title, ev.content
                           from sag.event_keys ek join sag.events ev on ev.source_id = ek.source_id and ev.id = ek.event_id
-                         where ek.source_id = k.source_id and ek.key_id = e.key_id order by ev.id limit 2) ev) as description,
+                         where ek.source_id = any (srcs) and ev.source_id = any (srcs)
+                           and ek.source_id = k.source_id and ek.key_id = e.key_id order by ev.id limit 2) ev) as description,
                (select count(distinct o.key_id)
                   from (select ek.source_id, ek.event_id from sag.event_keys ek
-                         where ek.source_id = k.source_id and ek.key_id = e.key_id
+                         where ek.source_id = any (srcs) and ek.source_id = k.source_id and ek.key_id = e.key_id
                          order by ek.event_id limit 500) m
-                  join sag.event_keys o on o.source_id = m.source_id and o.event_id = m.event_id
+                  join sag.event_keys o on o.source_id = any (srcs) and o.source_id = m.source_id and o.event_id = m.event_id
                                        and o.key_id <> e.key_id)::integer as degree
-          from unnest(selected) with ordinality as e(key_id, rank) join sag.keys k on k.id = e.key_id
+          from unnest(selected) with ordinality as e(key_id, rank)
+          join sag.keys k on k.source_id = any (srcs) and k.id = e.key_id
     ),
     lines as (
         select r.*, concat_ws('|', r.key_id, sag_internal._cell(r.name), sag_internal._cell(r.type || ': ' || coalesce(r.description, '')),
@@ -179,18 +187,19 @@ begin
     with pairs as (
         select a.source_id, a.key_id as src, b.key_id as tgt, count(*)::integer as weight, min(a.event_id) as event_id
           from sag.keys sk
-          join sag.event_keys a on a.source_id = sk.source_id and a.key_id = sk.id
-          join sag.event_keys b on b.source_id = a.source_id and b.event_id = a.event_id and b.key_id <> a.key_id
-         where sk.id = any (selected)
+          join sag.event_keys a on a.source_id = any (srcs) and a.source_id = sk.source_id and a.key_id = sk.id
+          join sag.event_keys b on b.source_id = any (srcs) and b.source_id = a.source_id and b.event_id = a.event_id
+                               and b.key_id <> a.key_id
+         where sk.source_id = any (srcs) and sk.id = any (selected)
            and not (b.key_id = any (selected) and b.key_id < a.key_id)  -- an in-network pair once
          group by a.source_id, a.key_id, b.key_id
     ),
     linked as (
         select p.*, p.tgt = any (selected) as in_network,
                (select count(distinct x.key_id) from sag.event_keys y
-                  join sag.event_keys x on x.source_id = y.source_id and x.event_id = y.event_id
-                                       and x.key_id = any (selected)
-                 where y.source_id = p.source_id and y.key_id = p.tgt)::integer as links
+                  join sag.event_keys x on x.source_id = any (srcs) and x.source_id = y.source_id
+                                       and x.event_id = y.event_id and x.key_id = any (selected)
+                 where y.source_id = any (srcs) and y.source_id = p.source_id and y.key_id = p.tgt)::integer as links
           from pairs p
     ),
     ranked as (
@@ -200,10 +209,10 @@ begin
     kept as (
         select r.*, ks.name as src_name, kt.name as tgt_name,
                (select sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))) from sag.events ev
-                 where ev.source_id = r.source_id and ev.id = r.event_id) as description
+                 where ev.source_id = any (srcs) and ev.source_id = r.source_id and ev.id = r.event_id) as description
           from ranked r
-          join sag.keys ks on ks.source_id = r.source_id and ks.id = r.src
-          join sag.keys kt on kt.source_id = r.source_id and kt.id = r.tgt
+          join sag.keys ks on ks.source_id = any (srcs) and ks.source_id = r.source_id and ks.id = r.src
+          join sag.keys kt on kt.source_id = any (srcs) and kt.source_id = r.source_id and kt.id = r.tgt
          where r.n <= top_k_relationships * cardinality(selected)
     )
     select array_agg(concat_ws('|', k.n, sag_internal._cell(k.src_name), sag_internal._cell(k.tgt_name), k.description, k.weight, k.links)
@@ -223,10 +232,10 @@ begin
     with matched as (
         select ce.cluster_id, count(distinct ek.key_id)::integer as matches
           from sag.keys sk
-          join sag.event_keys ek on ek.source_id = sk.source_id and ek.key_id = sk.id
+          join sag.event_keys ek on ek.source_id = any (srcs) and ek.source_id = sk.source_id and ek.key_id = sk.id
           join sag.cluster_events ce on ce.source_id = ek.source_id and ce.event_id = ek.event_id
           join sag.clusters c on c.id = ce.cluster_id and c.run_id = run and c.level = lvl
-         where sk.id = any (selected)
+         where sk.source_id = any (srcs) and sk.id = any (selected)
          group by ce.cluster_id
     ),
     ranked as (
@@ -248,15 +257,13 @@ begin
     with held as (
         select ck.source_id, ck.chunk_id, min(e.rank)::integer as best_rank, count(*)::integer as entities
           from unnest(selected) with ordinality as e(key_id, rank)
-          join sag.keys k on k.id = e.key_id
-          join sag.chunk_keys ck on ck.source_id = k.source_id and ck.key_id = k.id
+          join sag.keys k on k.source_id = any (srcs) and k.id = e.key_id
+          join sag.chunk_keys ck on ck.source_id = any (srcs) and ck.source_id = k.source_id and ck.key_id = k.id
          group by ck.source_id, ck.chunk_id
     ),
     ranked as (
         select h.*, c.content, row_number() over (order by h.best_rank, h.entities desc, h.chunk_id) as n
-          from held h join sag.chunks c on c.source_id = h.source_id and c.id = h.chunk_id
-
-         where sids is null or c.source_id = any (sids)
+          from held h join sag.chunks c on c.source_id = any (srcs) and c.source_id = h.source_id and c.id = h.chunk_id
     )
     select array_agg(concat_ws('|', r.chunk_id, sag_internal._cell(r.content)) order by r.n),
            jsonb_agg(jsonb_build_object('id', r.chunk_id, 'text', r.content, 'entities', r.entities) order by r.n)

@@ -8,10 +8,14 @@
 -- (read_indexer_reports without dynamic community selection).
 create or replace function sag_internal._default_level(run bigint, level integer default null)
 returns integer
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
-    select coalesce(level, (select least(2, max(c.level)) from sag.clusters c where c.run_id = run), 0)
+#variable_conflict use_column
+begin
+    return (
+    select coalesce(level, (select least(2, max(c.level)) from sag.clusters c where c.run_id = run), 0));
+end
 $$;
 
 create or replace function sag.community_level(source text default 'default', level integer default null,

@@ -12,9 +12,14 @@
 
 create or replace function sag.reembed_state()
 returns jsonb
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
-as $$ select value from sag.settings where name = 'reembed' $$;
+as $$
+#variable_conflict use_column
+begin
+    return ( select value from sag.settings where name = 'reembed');
+end
+$$;
 comment on function sag.reembed_state() is
     'The unfinished re-embedding ({"name", "dimension", "from", "sources", "started_at"}), or NULL.';
 
@@ -160,9 +165,12 @@ comment on function sag.store_reembedded(text, bigint[], bigint[], @extschema:ve
 
 create or replace function sag.reembed_remaining(source_ids bigint[] default null)
 returns table (tbl text, remaining bigint)
-language sql stable
+language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    return query
     select 'chunks', count(*) from sag.chunks c
      where c.embedding is null and (source_ids is null or c.source_id = any(source_ids))
     union all
@@ -170,7 +178,8 @@ as $$
      where e.embedding is null and (source_ids is null or e.source_id = any(source_ids))
     union all
     select 'keys', count(*) from sag.keys k
-     where k.embedding is null and k.value_string is not null and (source_ids is null or k.source_id = any(source_ids))
+     where k.embedding is null and k.value_string is not null and (source_ids is null or k.source_id = any(source_ids));
+end
 $$;
 comment on function sag.reembed_remaining(bigint[]) is
     'How many chunks, events and string keys still have no vector (source_ids NULL = all sources).';
