@@ -120,7 +120,8 @@ def dataflow_search(conn: psycopg.Connection, query: str, query_embedding: npt.N
             details, key_info = fetch_hits(conn, [(c["chunk_id"], float(c["score"])) for c in found["chunks"]],
                                            [{"key_id": e["key_id"], "weight": e["weight"], "step": 0}
                                             for e in entities],
-                                           top_n=max(len(found["chunks"]), 1), spread_documents=False)
+                                           top_n=max(len(found["chunks"]), 1), spread_documents=False,
+                                           source_ids=source_ids)
             timings["fetch"] = (time.perf_counter() - t0) * 1000.0
     except psycopg.errors.InvalidParameterValue as exc:
         raise QueryError(exc.diag.message_primary or str(exc)) from exc

@@ -186,16 +186,32 @@ language plpgsql stable parallel safe
 set search_path = pg_catalog, sag, pg_temp
 as $$
 #variable_conflict use_column
+declare
+    stored_terms text[];
+    stored_df float8[];
+    queued_terms text[];
+    queued_df float8[];
 begin
+    -- The stored counts and the queued changes, each summed in a statement of its own and per term (on
+    -- Citus each is a query over the sources' shards, merged on the coordinator; a subquery correlated
+    -- with the term is not).
+    select coalesce(array_agg(x.term), '{}'), coalesce(array_agg(x.df), '{}') into stored_terms, stored_df
+      from (select ts.term, sum(ts.df)::float8 as df from sag.term_stats ts
+             where ts.term = any (terms) and (source_ids is null or ts.source_id = any (source_ids))
+             group by ts.term) x;
+    select coalesce(array_agg(x.term), '{}'), coalesce(array_agg(x.df), '{}') into queued_terms, queued_df
+      from (select t.term, sum(p.sign)::float8 as df
+              from sag.term_stats_pending p
+              join sag.sources s on s.id = p.source_id
+              cross join unnest(terms) as t(term)
+             where p.tsv @@ sag_internal._lexeme_query(t.term)
+               and (source_ids is null or p.source_id = any (source_ids))
+             group by t.term) x;
     return query
-    select t.term,
-           coalesce((select sum(ts.df) from sag.term_stats ts
-                      where ts.term = t.term and (source_ids is null or ts.source_id = any (source_ids))), 0)::float8
-         + coalesce((select sum(p.sign) from sag.term_stats_pending p
-                      where p.tsv @@ sag_internal._lexeme_query(t.term)
-                        and (source_ids is null or p.source_id = any (source_ids))
-                        and exists (select 1 from sag.sources s where s.id = p.source_id)), 0)::float8
-      from unnest(terms) as t(term);
+    select t.term, coalesce(a.df, 0) + coalesce(b.df, 0)
+      from unnest(terms) as t(term)
+      left join unnest(stored_terms, stored_df) as a(term, df) on a.term = t.term
+      left join unnest(queued_terms, queued_df) as b(term, df) on b.term = t.term;
 end
 $$;
 comment on function sag.bm25_df(text[], bigint[]) is

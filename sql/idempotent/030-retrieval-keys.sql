@@ -202,6 +202,8 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     unknown bigint;
+    near_ids bigint[];
+    near_distances float8[];
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.match_keys: query_embedding must not be NULL';
@@ -226,13 +228,17 @@ begin
                               message = format('sag.match_keys: similarity_floor must be in [0, 1), got %s',
                                                similarity_floor);
     end if;
-    -- name and type: an analyst reading the result in psql sees the keys, not bare ids.
+    -- name and type: an analyst reading the result in psql sees the keys, not bare ids.  The nearest keys
+    -- first, then their names by (source, id): a function reading tables is not called inside a statement
+    -- over distributed tables (Citus).
+    select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.distance), '{}') into near_ids, near_distances
+      from sag_internal._nearest_keys(query_embedding, source_ids, top_k) x;
     return query
     select n.key_id, n.similarity, k.name, k.type
       from (select x.key_id, x.distance,
                    greatest(0, (1 - x.distance - similarity_floor) / (1 - similarity_floor)) as similarity
-              from sag_internal._nearest_keys(query_embedding, source_ids, top_k) x) n
-      join sag.keys k on k.id = n.key_id
+              from unnest(near_ids, near_distances) as x(key_id, distance)) n
+      join sag.keys k on (source_ids is null or k.source_id = any (source_ids)) and k.id = n.key_id
      where n.similarity >= min_similarity
      order by n.distance, n.key_id;
 end;
@@ -372,6 +378,26 @@ declare
     srcs bigint[] := coalesce(source_ids, array(select x.id from sag.sources x order by x.id));
     near_ids bigint[];
     near_distances float8[];
+    qc_ids bigint[];
+    qc_s float8[];
+    qc_ts float8[];
+    named_chunk_ids bigint[];
+    fb_ids bigint[];
+    fb_s float8[];
+    fb_keys bigint[];
+    fb_key_w float8[];
+    sd_source bigint[];
+    sd_key bigint[];
+    sd_w float8[];
+    sd_hub boolean[];
+    bm_events bigint[];
+    e1_ids bigint[];
+    e1_sim float8[];
+    se_ids bigint[];
+    se_chunks bigint[];
+    se_w float8[];
+    cos_ids bigint[];
+    cos_sim float8[];
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.activate_keys: query_embedding must not be NULL';
@@ -420,131 +446,129 @@ begin
                                                feedback_chunks);
     end if;
 
-    -- The event_limit events nearest to the query (HNSW), read first: a function reading tables is not called
-    -- inside a statement over distributed tables.
+    -- Stage 1 in steps, each a statement that reads the per-source tables by source or reads none: on Citus
+    -- every step runs on the workers holding the sources, for one source or several (a CTE over distributed
+    -- tables with correlated subqueries is not plannable there), and one PostgreSQL runs the same steps.
+    -- The event_limit events nearest to the query (HNSW).
     select coalesce(array_agg(n.event_id), '{}'), coalesce(array_agg(n.distance), '{}') into near_ids, near_distances
       from sag_internal._nearest_events(query_embedding, srcs, event_limit, event_filter) n;
-
-    with qc as (
-        -- The query's own chunks (sag.query_chunks): s(c, Q) and the BM25 part text_score.
-        select u.chunk_id, max((1 - text_weight) * coalesce(u.sim, 0) + text_weight * coalesce(u.ts, 0)) as s,
-               max(coalesce(u.ts, 0)) as ts
-          from unnest(chunk_ids, chunk_similarities, chunk_text_scores) as u(chunk_id, sim, ts)
-         group by u.chunk_id
-    ),
-    named_chunks as (
-        -- The query's chunks holding a key the question names (hub_seed_ids, hubs left out: a name shared by
-        -- thousands of events says little about which passage is about it).
-        select distinct ck.chunk_id
-          from sag.keys k
-          join sag.chunk_keys ck on ck.source_id = any (srcs) and ck.source_id = k.source_id and ck.key_id = k.id
-         where k.source_id = any (srcs) and k.id = any (hub_seed_ids) and k.event_count <= max_key_events
-           and ck.chunk_id in (select q.chunk_id from qc q where q.s > 0)
-    ),
-    feedback as (
-        -- Pseudo-relevance feedback: the feedback_chunks chunks with the highest s, those naming what the
-        -- question names first.  The first hop is the passage about the question's entity, not the one
-        -- sharing most of its other words: for "青岚计划的主持人毕业于哪所大学" the page of 青岚计划 (naming
-        -- its leader), not a university's page where "many engineers graduated" and "projects were led",
-        -- whose keys would fill key-final and lead nowhere.
-        select q.chunk_id, q.s
-          from qc q
-         where q.s > 0
-         order by q.chunk_id in (select n.chunk_id from named_chunks n) desc, q.s desc, q.chunk_id
-         limit feedback_chunks
-    ),
-    seeds as (
-        -- k1: the given seeds, plus every key of the feedback chunks with k1 = s of its chunk; a key given
-        -- twice keeps its largest weight.  Keys outside the sources are left out, and so are hubs, except
-        -- those in hub_seed_ids (the keys the question names): a named key is always a seed.
-        select k.source_id, s.key_id, max(s.w) as w, bool_or(k.event_count > max_key_events) as hub
-          from (select u.key_id, u.w from unnest(seed_key_ids, seed_weights) as u(key_id, w)
-                union all
-                select ck.key_id, f.s from feedback f
-                  join sag.chunk_keys ck on ck.source_id = any (srcs) and ck.chunk_id = f.chunk_id) s
-          join sag.keys k on k.source_id = any (srcs) and k.id = s.key_id
-         where s.w > 0
-           and (k.event_count <= max_key_events or k.id = any (hub_seed_ids))
-         group by k.source_id, s.key_id
-    ),
-    e1 as (
-        -- Event-query-related: the event_limit events nearest to the query (HNSW, cosine known), and the
-        -- events of the query's BM25 chunks (text_score > 0; cosine computed below when needed).
-        select x.event_id, max(x.sim) as sim
-          from (select n.event_id, greatest(0, (1 - coalesce(nullif(n.distance, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as sim
-                  from unnest(near_ids, near_distances) n(event_id, distance)
-                union all
-                select e.id, null::float8
-                  from qc join sag.events e on e.chunk_id = qc.chunk_id
-                 where qc.ts > 0
-                   and e.source_id = any (srcs)
-                   and (event_filter is null or e.id in (select unnest(event_filter)))) x
-         group by x.event_id
-    ),
-    seed_events as (
-        -- Event-key-query-related, with W_event-key(e) = sum of k1 over the seed keys e contains.  A hub seed
-        -- counts only in the events related to the query (e1): its other events would be read for nothing.
-        select e.source_id, ek.event_id, e.chunk_id, sum(s.w) as w_ek
-          from seeds s
-          join sag.event_keys ek on ek.source_id = s.source_id and ek.key_id = s.key_id
-          join sag.events e on e.source_id = ek.source_id and e.id = ek.event_id
-         where e.source_id = any (srcs) and ek.source_id = any (srcs)
-           and (event_filter is null or e.id in (select unnest(event_filter)))
-           and (not s.hub or ek.event_id in (select e1.event_id from e1))
-         group by e.source_id, ek.event_id, e.chunk_id
-    ),
-    intersected as (
-        -- Event-related = the intersection; W_e2 = W_event-key * e1, where e1 of an event mixes its cosine
-        -- with the BM25 of its chunk like s does: (1 - text_weight) * cos + text_weight * text_score.
-        select r.event_id, r.w
-          from (select se.event_id,
-                       se.w_ek * ((1 - etw) * coalesce(e1.sim,
-                                      (select greatest(0, (1 - coalesce(nullif(x.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
-                                         from sag.events x
-                                        where x.source_id = any (srcs) and x.source_id = se.source_id and x.id = se.event_id))
-                                  + etw * coalesce(qc.ts, 0)) as w
-                  from seed_events se
-                  join e1 on e1.event_id = se.event_id
-                  left join qc on qc.chunk_id = se.chunk_id) r
-         where r.w > 0
-    ),
-    fallback_seed as (
+    -- The query's own chunks (sag.query_chunks): s(c, Q) and the BM25 part text_score.
+    select coalesce(array_agg(q.chunk_id order by q.chunk_id), '{}'), coalesce(array_agg(q.s order by q.chunk_id), '{}'),
+           coalesce(array_agg(q.ts order by q.chunk_id), '{}')
+      into qc_ids, qc_s, qc_ts
+      from (select u.chunk_id, max((1 - text_weight) * coalesce(u.sim, 0) + text_weight * coalesce(u.ts, 0)) as s,
+                   max(coalesce(u.ts, 0)) as ts
+              from unnest(chunk_ids, chunk_similarities, chunk_text_scores) as u(chunk_id, sim, ts)
+             group by u.chunk_id) q;
+    -- The query's chunks holding a key the question names (hub_seed_ids, hubs left out: a name shared by
+    -- thousands of events says little about which passage is about it).
+    if cardinality(coalesce(hub_seed_ids, '{}')) > 0 then
+        named_chunk_ids := array(
+            select distinct ck.chunk_id
+              from sag.keys k
+              join sag.chunk_keys ck on ck.source_id = any (srcs) and ck.source_id = k.source_id and ck.key_id = k.id
+             where k.source_id = any (srcs) and k.id = any (hub_seed_ids) and k.event_count <= max_key_events
+               and ck.chunk_id = any (array(select q.chunk_id from unnest(qc_ids, qc_s) as q(chunk_id, s) where q.s > 0)));
+    end if;
+    -- Pseudo-relevance feedback: the feedback_chunks chunks with the highest s, those naming what the
+    -- question names first.  The first hop is the passage about the question's entity, not the one
+    -- sharing most of its other words: for "青岚计划的主持人毕业于哪所大学" the page of 青岚计划 (naming
+    -- its leader), not a university's page where "many engineers graduated" and "projects were led",
+    -- whose keys would fill key-final and lead nowhere.
+    select coalesce(array_agg(f.chunk_id), '{}'), coalesce(array_agg(f.s), '{}') into fb_ids, fb_s
+      from (select q.chunk_id, q.s from unnest(qc_ids, qc_s) as q(chunk_id, s)
+             where q.s > 0
+             order by q.chunk_id = any (coalesce(named_chunk_ids, '{}')) desc, q.s desc, q.chunk_id
+             limit feedback_chunks) f;
+    select coalesce(array_agg(ck.key_id), '{}'), coalesce(array_agg(f.s), '{}') into fb_keys, fb_key_w
+      from unnest(fb_ids, fb_s) as f(chunk_id, s)
+      join sag.chunk_keys ck on ck.source_id = any (srcs) and ck.chunk_id = f.chunk_id;
+    -- k1: the given seeds, plus every key of the feedback chunks with k1 = s of its chunk; a key given
+    -- twice keeps its largest weight.  Keys outside the sources are left out, and so are hubs, except
+    -- those in hub_seed_ids (the keys the question names): a named key is always a seed.
+    select coalesce(array_agg(x.source_id), '{}'), coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.w), '{}'),
+           coalesce(array_agg(x.hub), '{}')
+      into sd_source, sd_key, sd_w, sd_hub
+      from (select k.source_id, s.key_id, max(s.w) as w, bool_or(k.event_count > max_key_events) as hub
+              from (select u.key_id, u.w from unnest(seed_key_ids, seed_weights) as u(key_id, w)
+                    union all
+                    select u.key_id, u.w from unnest(fb_keys, fb_key_w) as u(key_id, w)) s
+              join sag.keys k on k.source_id = any (srcs) and k.id = s.key_id
+             where s.w > 0
+               and (k.event_count <= max_key_events or k.id = any (hub_seed_ids))
+             group by k.source_id, s.key_id) x;
+    -- Event-query-related (e1): the event_limit events nearest to the query (cosine known), and the events of
+    -- the query's BM25 chunks (text_score > 0; cosine computed below when needed).
+    bm_events := array(select e.id
+                         from unnest(qc_ids, qc_ts) as q(chunk_id, ts)
+                         join sag.events e on e.source_id = any (srcs) and e.chunk_id = q.chunk_id
+                        where q.ts > 0 and (event_filter is null or e.id = any (event_filter)));
+    select coalesce(array_agg(x.event_id order by x.event_id), '{}'), coalesce(array_agg(x.sim order by x.event_id), '{}')
+      into e1_ids, e1_sim
+      from (select y.event_id, max(y.sim) as sim
+              from (select n.event_id,
+                           greatest(0, (1 - coalesce(nullif(n.distance, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as sim
+                      from unnest(near_ids, near_distances) as n(event_id, distance)
+                    union all
+                    select b.event_id, null::float8 from unnest(bm_events) as b(event_id)) y
+             group by y.event_id) x;
+    -- Event-key-query-related, with W_event-key(e) = sum of k1 over the seed keys e contains.  A hub seed
+    -- counts only in the events related to the query (e1): its other events would be read for nothing.
+    select coalesce(array_agg(x.event_id), '{}'), coalesce(array_agg(x.chunk_id), '{}'), coalesce(array_agg(x.w_ek), '{}')
+      into se_ids, se_chunks, se_w
+      from (select ek.event_id, e.chunk_id, sum(s.w) as w_ek
+              from unnest(sd_source, sd_key, sd_w, sd_hub) as s(source_id, key_id, w, hub)
+              join sag.event_keys ek on ek.source_id = any (srcs) and ek.source_id = s.source_id and ek.key_id = s.key_id
+              join sag.events e on e.source_id = any (srcs) and e.source_id = ek.source_id and e.id = ek.event_id
+             where (event_filter is null or e.id = any (event_filter))
+               and (not s.hub or ek.event_id = any (e1_ids))
+             group by e.source_id, ek.event_id, e.chunk_id) x;
+    -- Event-related = the intersection; W_e2 = W_event-key * e1, where e1 of an event mixes its cosine
+    -- with the BM25 of its chunk like s does: (1 - text_weight) * cos + text_weight * text_score.  The cosine
+    -- of an e1 event found by BM25 only is computed exactly.
+    select coalesce(array_agg(e.id), '{}'),
+           coalesce(array_agg(greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))), '{}')
+      into cos_ids, cos_sim
+      from sag.events e
+     where e.source_id = any (srcs)
+       and e.id = any (array(select x.event_id from unnest(e1_ids, e1_sim) as x(event_id, sim)
+                              where x.sim is null and x.event_id = any (se_ids)));
+    select coalesce(array_agg(r.event_id), '{}'), coalesce(array_agg(r.w), '{}') into ev_ids, ev_w
+      from (select se.event_id,
+                   se.w_ek * ((1 - etw) * coalesce(e1.sim, c.sim) + etw * coalesce(q.ts, 0)) as w
+              from unnest(se_ids, se_chunks, se_w) as se(event_id, chunk_id, w_ek)
+              join unnest(e1_ids, e1_sim) as e1(event_id, sim) on e1.event_id = se.event_id
+              left join unnest(cos_ids, cos_sim) as c(event_id, sim) on c.event_id = se.event_id
+              left join unnest(qc_ids, qc_ts) as q(chunk_id, ts) on q.chunk_id = se.chunk_id) r
+     where r.w > 0;
+    if cardinality(ev_ids) = 0 then
         -- Empty intersection: the seed keys' events (the event_limit with the largest W_event-key),
         -- with e1 computed exactly for them.
-        select s.event_id,
-               s.w_ek * ((1 - etw) * greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
-                         + etw * coalesce(qc.ts, 0)) as w
-          from (select se.source_id, se.event_id, se.chunk_id, se.w_ek from seed_events se
-                 where not exists (select 1 from intersected)
-                 order by se.w_ek desc, se.event_id
-                 limit event_limit) s
-          join sag.events e on e.source_id = any (srcs) and e.source_id = s.source_id and e.id = s.event_id
-
-          left join qc on qc.chunk_id = s.chunk_id
-    ),
-    fallback_query as (
+        select coalesce(array_agg(r.event_id), '{}'), coalesce(array_agg(r.w), '{}') into ev_ids, ev_w
+          from (select s.event_id,
+                       s.w_ek * ((1 - etw) * greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))
+                                 + etw * coalesce(q.ts, 0)) as w
+                  from (select se.event_id, se.chunk_id, se.w_ek
+                          from unnest(se_ids, se_chunks, se_w) as se(event_id, chunk_id, w_ek)
+                         order by se.w_ek desc, se.event_id
+                         limit event_limit) s
+                  join sag.events e on e.source_id = any (srcs) and e.id = s.event_id
+                  left join unnest(qc_ids, qc_ts) as q(chunk_id, ts) on q.chunk_id = s.chunk_id) r
+         where r.w > 0;
+    end if;
+    if cardinality(ev_ids) = 0 then
         -- No seed-key event relates to the query at all: event-driven retrieval (§2.1 option 2),
         -- the e1 events with W_event-key = 1.
-        select r.event_id, r.w
+        select coalesce(array_agg(r.event_id), '{}'), coalesce(array_agg(r.w), '{}') into ev_ids, ev_w
           from (select e1.event_id,
                        (1 - etw) * coalesce(e1.sim,
                                       greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)))
-                       + etw * coalesce(qc.ts, 0) as w
-                  from e1
+                       + etw * coalesce(q.ts, 0) as w
+                  from unnest(e1_ids, e1_sim) as e1(event_id, sim)
                   join sag.events e on e.source_id = any (srcs) and e.id = e1.event_id
-                  left join qc on qc.chunk_id = e.chunk_id
-                 where not exists (select 1 from intersected)
-                   and not exists (select 1 from fallback_seed where fallback_seed.w > 0)) r
-         where r.w > 0
-    ),
-    weighted as (
-        select i.event_id, i.w from intersected i
-        union all
-        select f.event_id, f.w from fallback_seed f where f.w > 0
-        union all
-        select q.event_id, q.w from fallback_query q
-    )
-    select array_agg(w.event_id), array_agg(w.w) into ev_ids, ev_w from weighted w;
+                  left join unnest(qc_ids, qc_ts) as q(chunk_id, ts) on q.chunk_id = e.chunk_id) r
+         where r.w > 0;
+    end if;
 
     return query
     select a.key_id, a.weight, 1

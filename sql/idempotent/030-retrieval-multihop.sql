@@ -47,6 +47,13 @@ declare
     ev_w float8[];
     new_keys integer;
     hop integer;
+    -- The sources (all when source_ids is NULL): every table read names them, so that on Citus each statement
+    -- runs on the workers holding them.
+    srcs bigint[] := coalesce(source_ids, array(select x.id from sag.sources x order by x.id));
+    w_sources bigint[];
+    w_events bigint[];
+    w_ek float8[];
+    floored bigint[] := '{}';
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.expand_keys: query_embedding must not be NULL';
@@ -96,8 +103,7 @@ begin
       into acc_ids, acc_w, acc_steps
       from (select u.key_id, max(u.w) as w, min(u.step) as step
               from unnest(key_ids, key_weights, key_steps) as u(key_id, w, step)
-              join sag.keys k on k.id = u.key_id
-             where source_ids is null or k.source_id = any (source_ids)
+              join sag.keys k on k.source_id = any (srcs) and k.id = u.key_id
              group by u.key_id) x;
     f_ids := acc_ids;
     f_w := acc_w;
@@ -108,24 +114,27 @@ begin
         -- Events of F (hubs not expanded; only allowed events), each weighted W_e-jump = W_event-key-2 *
         -- cosine with the ORIGINAL query, computed exactly (no index): W_event-key-2(e) = sum of W(k) over k in
         -- F and e.
+        -- (two statements: the events' W_event-key-2 by source, then their cosines by (source, id))
+        select coalesce(array_agg(ev.source_id), '{}'), coalesce(array_agg(ev.event_id), '{}'),
+               coalesce(array_agg(ev.w_ek), '{}')
+          into w_sources, w_events, w_ek
+          from (select ek.source_id, ek.event_id, sum(f.w) as w_ek
+                  from unnest(f_ids, f_w) as f(key_id, w)
+                  join sag.keys k on k.source_id = any (srcs) and k.id = f.key_id
+                  join sag.event_keys ek on ek.source_id = any (srcs) and ek.source_id = k.source_id and ek.key_id = k.id
+                 where k.event_count <= max_key_events and f.w > 0
+                 group by ek.source_id, ek.event_id) ev;
         select array_agg(x.event_id), array_agg(x.w) into ev_ids, ev_w
           from (select ev.event_id,
                        ev.w_ek * greatest(0, (1 - coalesce(nullif(e.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor)) as w
-                  from (select ek.source_id, ek.event_id, sum(f.w) as w_ek
-                          from unnest(f_ids, f_w) as f(key_id, w)
-                          join sag.keys k on k.id = f.key_id
-                          join sag.event_keys ek on ek.source_id = k.source_id and ek.key_id = k.id
-                         where k.event_count <= max_key_events and f.w > 0
-                         group by ek.source_id, ek.event_id) ev
-                  join sag.events e on e.source_id = ev.source_id and e.id = ev.event_id
-
-                 where (source_ids is null or e.source_id = any (source_ids))
-                   and (event_filter is null or e.id in (select unnest(event_filter)))) x;
+                  from unnest(w_sources, w_events, w_ek) as ev(source_id, event_id, w_ek)
+                  join sag.events e on e.source_id = any (srcs) and e.source_id = ev.source_id and e.id = ev.event_id
+                 where (event_filter is null or e.id = any (event_filter))) x;
 
         -- Reverse activation over all keys of those events, pruned and L1-normalized: F'.
         select array_agg(a.key_id order by a.weight desc, a.key_id), array_agg(a.weight order by a.weight desc, a.key_id)
           into f_ids, f_w
-          from sag_internal._activate(ev_ids, ev_w, source_ids, threshold, top_n, max_key_events, corpus_events, soft_hubs) a;
+          from sag_internal._activate(ev_ids, ev_w, srcs, threshold, top_n, max_key_events, corpus_events, soft_hubs) a;
         exit when f_ids is null;
 
         select count(*) into new_keys from unnest(f_ids) k where k <> all (acc_ids);
@@ -148,6 +157,12 @@ begin
     -- in the same state?": the passages about Alexandria outweighed every Watertown event, and the
     -- Watertown page fell to rank 8); a named hub does not (it would lift every passage it is in).
     -- Ordered by the weight before the floor.
+    if floor_share > 0 then
+        floored := array(select k.id from sag.keys k
+                          where k.source_id = any (srcs)
+                            and k.id = any (floor_key_ids) and k.id <> all (coalesce(acc_ids, '{}'))
+                            and (max_key_events is null or k.event_count <= max_key_events));
+    end if;
     return query
     with acc as (select * from unnest(acc_ids, acc_w, acc_steps) as a(key_id, w, step)),
     top as (select max(a.w) as w from acc a)
@@ -159,11 +174,8 @@ begin
               from acc a cross join top t
             union all
             select k.id, floor_share * t.w, 1, 0
-              from sag.keys k cross join top t
-             where floor_share > 0 and t.w > 0
-               and k.id = any (floor_key_ids) and k.id <> all (coalesce(acc_ids, '{}'))
-               and (max_key_events is null or k.event_count <= max_key_events)
-               and (source_ids is null or k.source_id = any (source_ids))) x
+              from unnest(floored) as k(id) cross join top t
+             where floor_share > 0 and t.w > 0) x
      order by x.before desc, x.step, x.key_id;
 end;
 $$;

@@ -407,6 +407,23 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     qh @extschema:vector@.halfvec := query_embedding::@extschema:vector@.halfvec;  -- the columns' type, cast once (not per row)
+    srcs bigint[] := coalesce(source_ids, array(select x.id from sag.sources x order by x.id));
+    kf_sources bigint[];
+    kf_ids bigint[];
+    kf_w float8[];
+    kf_steps integer[];
+    ks_ids bigint[];
+    ks_scores float8[];
+    m_ids bigint[];
+    m_sim float8[];
+    m_ts float8[];
+    m_ks float8[];
+    m_vk boolean[];
+    m_vv boolean[];
+    m_vt boolean[];
+    c_ids bigint[];
+    c_documents bigint[];
+    c_sim float8[];
 begin
     if (query_embedding is not null) is not true then
         raise exception using errcode = '22023', message = 'sag.rank_chunks: query_embedding must not be NULL';
@@ -452,69 +469,73 @@ begin
                               message = 'sag.rank_chunks: chunk_ids, chunk_similarities, chunk_text_scores (and chunk_via_vector) '
                                                       'must have the same length';
     end if;
-    return query
-    with kf as (
-        -- key-final, restricted to the sources; duplicates merged (largest weight, first step).
-        select k.source_id, u.key_id, max(u.w) as w, min(u.step) as step
-          from unnest(key_ids, key_weights, key_steps) as u(key_id, w, step)
-          join sag.keys k on k.id = u.key_id
-         where u.w > 0 and (source_ids is null or k.source_id = any (source_ids))
-         group by k.source_id, u.key_id
-    ),
-    key_scores as (
-        -- sum over the keys of key-final in c of W(k) * ln(1 + count(k, c)) / step(k)
-        select ck.chunk_id, sum(kf.w * ln(1 + ck.count) / kf.step) as key_score
-          from kf
-          join sag.chunk_keys ck on ck.source_id = kf.source_id and ck.key_id = kf.key_id
-          join sag.chunks c on c.source_id = ck.source_id and c.id = ck.chunk_id
-
-         where (source_ids is null or c.source_id = any (source_ids))
-           and (chunk_filter is null or c.id in (select unnest(chunk_filter)))
-         group by ck.chunk_id
-    ),
-    by_keys as (
-        -- content-key-related, at most key_chunk_limit chunks: those with the highest key_score.
-        select ks.chunk_id from key_scores ks order by ks.key_score desc, ks.chunk_id limit key_chunk_limit
-    ),
-    by_query as (
-        -- content-query-related: given (from sag.query_chunks), or searched here.
-        select g.chunk_id, g.sim as similarity, g.ts as text_score, coalesce(g.vv, false) as via_vector,
-               coalesce(g.ts, 0) > 0 as via_text
-          from unnest(chunk_ids, chunk_similarities, chunk_text_scores, chunk_via_vector) as g(chunk_id, sim, ts, vv)
-         where chunk_ids is not null
-        union all
-        select q.chunk_id, q.similarity, q.text_score, q.via_vector, q.via_text
+    -- In steps, each a statement that reads the per-source tables by source or reads none (on Citus each
+    -- runs on the workers holding the sources, for one or several; one PostgreSQL runs the same steps).
+    -- key-final, restricted to the sources; duplicates merged (largest weight, first step).
+    select coalesce(array_agg(x.source_id), '{}'), coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.w), '{}'),
+           coalesce(array_agg(x.step), '{}')
+      into kf_sources, kf_ids, kf_w, kf_steps
+      from (select k.source_id, u.key_id, max(u.w) as w, min(u.step) as step
+              from unnest(key_ids, key_weights, key_steps) as u(key_id, w, step)
+              join sag.keys k on k.source_id = any (srcs) and k.id = u.key_id
+             where u.w > 0
+             group by k.source_id, u.key_id) x;
+    -- sum over the keys of key-final in c of W(k) * ln(1 + count(k, c)) / step(k)
+    select coalesce(array_agg(x.chunk_id), '{}'), coalesce(array_agg(x.key_score), '{}') into ks_ids, ks_scores
+      from (select ck.chunk_id, sum(kf.w * ln(1 + ck.count) / kf.step) as key_score
+              from unnest(kf_sources, kf_ids, kf_w, kf_steps) as kf(source_id, key_id, w, step)
+              join sag.chunk_keys ck on ck.source_id = any (srcs) and ck.source_id = kf.source_id and ck.key_id = kf.key_id
+              join sag.chunks c on c.source_id = any (srcs) and c.source_id = ck.source_id and c.id = ck.chunk_id
+             where (chunk_filter is null or c.id = any (chunk_filter))
+             group by ck.chunk_id) x;
+    -- content-query-related: given (from sag.query_chunks), or searched here.
+    if chunk_ids is null then
+        select coalesce(array_agg(q.chunk_id), '{}'), coalesce(array_agg(q.similarity), '{}'),
+               coalesce(array_agg(q.text_score), '{}'), coalesce(array_agg(q.via_vector), '{}')
+          into chunk_ids, chunk_similarities, chunk_text_scores, chunk_via_vector
           from sag.query_chunks(query_embedding, query_tokens, source_ids, vector_limit, text_limit, text_weight,
-                                chunk_filter, similarity_floor => similarity_floor) q
-         where chunk_ids is null
-    ),
-    merged as (
-        -- One row per candidate (a chunk found by keys, vector or text), with its key_score: a single
-        -- aggregate instead of joins, whose row estimates over function results are meaningless.
-        select m.chunk_id, max(m.similarity) as similarity, max(m.text_score) as text_score,
-               max(m.key_score) as key_score,
-               bool_or(m.via_keys) as via_keys, bool_or(m.via_vector) as via_vector, bool_or(m.via_text) as via_text
-          from (select b.chunk_id, null::float8 as similarity, null::float8 as text_score, null::float8 as key_score,
-                       true as via_keys, false as via_vector, false as via_text from by_keys b
-                union all
-                select q.chunk_id, q.similarity, q.text_score, null, false, q.via_vector, q.via_text from by_query q
-                union all
-                select ks.chunk_id, null, null, ks.key_score, false, false, false from key_scores ks) m
-         group by m.chunk_id
-        having bool_or(m.via_keys or m.via_vector or m.via_text)
-    ),
-    scored as (
-        select mg.chunk_id,
-               -- The query's chunks come with their similarity; the key chunks get it exactly here.
-               coalesce(mg.similarity,
-                        greatest(0, (1 - coalesce(nullif(ch.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))) as similarity,
+                                chunk_filter, similarity_floor => similarity_floor) q;
+    end if;
+    -- One row per candidate (a chunk found by keys, vector or text), with its key_score: a single aggregate
+    -- instead of joins, whose row estimates over function results are meaningless.
+    select coalesce(array_agg(m.chunk_id), '{}'), coalesce(array_agg(m.similarity), '{}'),
+           coalesce(array_agg(m.text_score), '{}'), coalesce(array_agg(m.key_score), '{}'),
+           coalesce(array_agg(m.via_keys), '{}'), coalesce(array_agg(m.via_vector), '{}'),
+           coalesce(array_agg(m.via_text), '{}')
+      into m_ids, m_sim, m_ts, m_ks, m_vk, m_vv, m_vt
+      from (select m.chunk_id, max(m.similarity) as similarity, max(m.text_score) as text_score,
+                   max(m.key_score) as key_score,
+                   bool_or(m.via_keys) as via_keys, bool_or(m.via_vector) as via_vector, bool_or(m.via_text) as via_text
+              from (-- content-key-related, at most key_chunk_limit chunks: those with the highest key_score
+                    select b.chunk_id, null::float8 as similarity, null::float8 as text_score, null::float8 as key_score,
+                           true as via_keys, false as via_vector, false as via_text
+                      from (select ks.chunk_id from unnest(ks_ids, ks_scores) as ks(chunk_id, key_score)
+                             order by ks.key_score desc, ks.chunk_id limit key_chunk_limit) b
+                    union all
+                    select g.chunk_id, g.sim, g.ts, null, false, coalesce(g.vv, false), coalesce(g.ts, 0) > 0
+                      from unnest(chunk_ids, chunk_similarities, chunk_text_scores, chunk_via_vector)
+                           as g(chunk_id, sim, ts, vv)
+                    union all
+                    select ks.chunk_id, null, null, ks.key_score, false, false, false
+                      from unnest(ks_ids, ks_scores) as ks(chunk_id, key_score)) m
+             group by m.chunk_id
+            having bool_or(m.via_keys or m.via_vector or m.via_text)) m;
+    -- The candidates' documents, and the cosine of those found by keys only (the query's chunks come with it).
+    select coalesce(array_agg(ch.id), '{}'), coalesce(array_agg(ch.document_id), '{}'),
+           coalesce(array_agg(greatest(0, (1 - coalesce(nullif(ch.embedding operator(@extschema:vector@.<=>) qh, 'NaN'), 1) - similarity_floor) / (1 - similarity_floor))), '{}')
+      into c_ids, c_documents, c_sim
+      from sag.chunks ch
+     where ch.source_id = any (srcs) and ch.id = any (m_ids)
+       and (chunk_filter is null or ch.id = any (chunk_filter));
+    return query
+    with scored as (
+        select mg.chunk_id, coalesce(mg.similarity, ch.similarity) as similarity,
                coalesce(mg.text_score, 0) as text_score,
                coalesce(mg.key_score, 0) as key_score,
                mg.via_keys, mg.via_vector, mg.via_text, ch.document_id
-          from merged mg
-          join sag.chunks ch on ch.id = mg.chunk_id
-         where (source_ids is null or ch.source_id = any (source_ids))
-           and (chunk_filter is null or ch.id in (select unnest(chunk_filter)))
+          from unnest(m_ids, m_sim, m_ts, m_ks, m_vk, m_vv, m_vt)
+               as mg(chunk_id, similarity, text_score, key_score, via_keys, via_vector, via_text)
+          join unnest(c_ids, c_documents, c_sim) as ch(id, document_id, similarity) on ch.id = mg.chunk_id
     )
     -- In s the cosine stands beside text_score, which is relative to the best BM25 chunk (1 for it).  A cosine
     -- that is a witness of its own (a semantic embedder, lexical redundancy 0) goes on the same scale:
@@ -562,6 +583,7 @@ declare
     terms text[];
     idfs float8[];
     share float8;
+    total float8;
 begin
     select c.n into n from sag.bm25_corpus(source_ids) c;
     if coalesce(n, 0) = 0 or cardinality(chunk_ids) is null or cardinality(chunk_ids) = 0 then
@@ -574,15 +596,19 @@ begin
     if terms is null then
         return 0;
     end if;
-    -- The few chunks by primary key first: joined to the terms, the planner would scan every chunk.
-    select max(x.held / total.idf) into share
-      from (select sum(u.idf) as idf from unnest(idfs) as u(idf)) total,
-           lateral (select (select coalesce(sum(w.idf), 0)
-                              from unnest(terms, idfs) as w(term, idf)
-                             where c.tsv @@ sag_internal._lexeme_query(w.term)) as held
-                      from sag.chunks c
-                     where c.id = any (chunk_ids)) x
-     where total.idf > 0;
+    -- The few chunks by primary key first: joined to the terms, the planner would scan every chunk.  Each
+    -- chunk's share in one statement over the chunks of the sources, the largest then (on Citus the first
+    -- runs on the workers holding the sources).
+    total := (select sum(u.idf) from unnest(idfs) as u(idf));
+    if coalesce(total, 0) <= 0 then
+        return 0;
+    end if;
+    select max(x.held / total) into share
+      from (select (select coalesce(sum(w.idf), 0)
+                      from unnest(terms, idfs) as w(term, idf)
+                     where c.tsv @@ sag_internal._lexeme_query(w.term)) as held
+              from sag.chunks c
+             where (source_ids is null or c.source_id = any (source_ids)) and c.id = any (chunk_ids)) x;
     return coalesce(share, 0);
 end;
 $$;

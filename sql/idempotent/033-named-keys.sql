@@ -218,7 +218,8 @@ comment on function sag.key_aliases_of(bigint) is
     'or file), the chunk a derived pair came from, rejected (undone).';
 
 -- The keys linked to the given ones (not rejected), of the same source.
-create or replace function sag_internal._aliases_of(key_ids bigint[])
+drop function if exists sag_internal._aliases_of(bigint[]);
+create or replace function sag_internal._aliases_of(key_ids bigint[], source_ids bigint[])
 returns bigint[]
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -229,7 +230,8 @@ begin
     select coalesce(array_agg(distinct a.alias_key_id), '{}')
       from sag.keys k
       join sag.key_aliases a on a.source_id = k.source_id and a.key_id = k.id
-     where k.id = any (coalesce(key_ids, '{}')) and not a.rejected
+     where (source_ids is null or k.source_id = any (source_ids))
+       and k.id = any (coalesce(key_ids, '{}')) and not a.rejected
        and a.alias_key_id <> all (coalesce(key_ids, '{}')));
 end
 $$;

@@ -429,7 +429,7 @@ begin
             -- one (sag.key_aliases: "Qinglan Project" names 青岚计划 too).
             named := coalesce(named, '{}')
                      || sag_internal._named_topics(query, source_ids, max_key_events, named);
-            named := named || sag_internal._aliases_of(named);
+            named := named || sag_internal._aliases_of(named, srcs);
             if cardinality(named) = 0 then
                 named := null;
             end if;

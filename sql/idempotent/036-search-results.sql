@@ -218,18 +218,20 @@ begin
                   'events', (select coalesce(json_agg(json_build_object(
                                      'id', e.id, 'title', e.title, 'content', e.content, 'time', e.event_time)
                                      order by e.ordinal, e.id), '[]'::json)
-                               from sag.events e where e.source_id = c.source_id and e.chunk_id = c.id),
+                               from sag.events e
+                              where e.source_id = any (srcs) and e.source_id = c.source_id and e.chunk_id = c.id),
                   'keys', (select coalesce(json_agg(json_build_object(
                                    'id', k.id, 'type', k.type, 'name', k.name, 'count', ck.count,
                                    'weight', kf.weight, 'step', kf.step)
                                    order by kf.weight desc nulls last, ck.count desc, k.id), '[]'::json)
-                             from sag.chunk_keys ck join sag.keys k on k.source_id = ck.source_id and k.id = ck.key_id
+                             from sag.chunk_keys ck
+                             join sag.keys k on k.source_id = any (srcs) and k.source_id = ck.source_id and k.id = ck.key_id
                              left join kf on kf.id = k.id
-                            where ck.source_id = c.source_id and ck.chunk_id = c.id))
+                            where ck.source_id = any (srcs) and ck.source_id = c.source_id and ck.chunk_id = c.id))
               order by t.n), '[]'::json)
          from t
          join sag.chunks c on c.source_id = any (srcs) and c.id = t.id
-         join sag.documents d on d.source_id = c.source_id and d.id = c.document_id),
+         join sag.documents d on d.source_id = any (srcs) and d.source_id = c.source_id and d.id = c.document_id),
       (select coalesce(json_agg(json_build_object(
                   'id', k.id, 'type', k.type, 'name', k.name,
                   'value', coalesce(to_json(k.value_string), to_json(k.value_number), to_json(k.value_bool)))),
@@ -280,6 +282,7 @@ declare
     pins bigint[];
     top_ids bigint[];
     top_scores float8[];
+    srcs bigint[];
     hint constant text := 'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).';
 begin
     perform sag_internal._check_question(query, 'sag.search');  -- refused before it is embedded
@@ -306,6 +309,7 @@ begin
         end if;
     end if;
     result := sag.retrieve(query, query_embedding, sids);
+    srcs := coalesce(sids, array(select s.id from sag.sources s order by s.id));
     pins := array(select d.v::bigint from json_array_elements_text(result -> 'direct_matches')
                                       with ordinality as d(v, n) order by d.n);
     -- The top list, then its chunks: each step a statement of its own (on Citus a function reading tables is
@@ -332,8 +336,8 @@ begin
     return query
     select d.uri, c.id, coalesce(nullif(c.title, ''), d.title), c.content, x.score
       from unnest(top_ids, top_scores) with ordinality as x(chunk_id, score, n)
-      join sag.chunks c on c.source_id = any (coalesce(sids, array(select s.id from sag.sources s))) and c.id = x.chunk_id
-      join sag.documents d on d.source_id = c.source_id and d.id = c.document_id
+      join sag.chunks c on c.source_id = any (srcs) and c.id = x.chunk_id
+      join sag.documents d on d.source_id = any (srcs) and d.source_id = c.source_id and d.id = c.document_id
      order by x.n;
 
 end;

@@ -71,6 +71,24 @@ declare
     srcs bigint[];  -- the sources (all without one): every table read names them (Citus routes by them)
     m_ids bigint[];
     m_sim float8[];
+    d_keys bigint[];
+    d_texts text[];
+    g_keys bigint[];
+    g_degrees integer[];
+    n_keys bigint[];
+    n_names text[];
+    n_types text[];
+    p_sources bigint[];
+    p_srcs bigint[];
+    p_tgts bigint[];
+    p_weights integer[];
+    p_events bigint[];
+    l_keys bigint[];
+    l_links integer[];
+    r_keys bigint[];
+    r_names text[];
+    r_events bigint[];
+    r_texts text[];
 begin
     if (top_k_entities >= 1) is not true then
         raise exception using errcode = '22023',
@@ -110,14 +128,14 @@ begin
     -- Entities: named, included, then nearest above the key floor; never excluded.
     named := array(select distinct n.key_id from sag.named_keys(query, sids) n);
     named := named || sag_internal._named_topics(query, sids, null, named);
-    named := named || sag_internal._aliases_of(named);
+    named := named || sag_internal._aliases_of(named, srcs);
     included := array(select k.id from unnest(coalesce(include_entities, '{}')) with ordinality as i(name, o)
                         join sag.keys k on k.source_id = any (srcs) and k.normalized = sag_internal._fold_word(i.name)
                        order by i.o, k.id);
-    included := included || sag_internal._aliases_of(included);
+    included := included || sag_internal._aliases_of(included, srcs);
     excluded := array(select k.id from unnest(coalesce(exclude_entities, '{}')) as x(name)
                         join sag.keys k on k.source_id = any (srcs) and k.normalized = sag_internal._fold_word(x.name));
-    excluded := excluded || sag_internal._aliases_of(excluded);
+    excluded := excluded || sag_internal._aliases_of(excluded, srcs);
     select f.key into key_floor from sag.similarity_floors(sids) f;
     select coalesce(array_agg(n.key_id), '{}'), coalesce(array_agg(n.similarity), '{}') into m_ids, m_sim
       from sag.match_keys(query_embedding, sids, ceil(top_k_entities * oversample)::integer, min_similarity,
@@ -150,21 +168,38 @@ begin
              limit top_k_entities);
     end if;
 
+    -- Each step a statement that reads the per-source tables by source (windows partitioned by the source
+    -- and key), or reads none: on Citus each runs on the workers holding the sources, for one or several.
+    -- An entity's description: its first two events; its degree: the keys sharing one of its first 500 events.
+    select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.description), '{}') into d_keys, d_texts
+      from (select ev.key_id, string_agg(sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))), '; '
+                                         order by ev.id) as description
+              from (select ek.key_id, ev.id, ev.title, ev.content,
+                           row_number() over (partition by ek.source_id, ek.key_id order by ev.id) as n
+                      from sag.event_keys ek
+                      join sag.events ev on ev.source_id = any (srcs) and ev.source_id = ek.source_id and ev.id = ek.event_id
+                     where ek.source_id = any (srcs) and ek.key_id = any (selected)) ev
+             where ev.n <= 2
+             group by ev.key_id) x;
+    select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.degree), '{}') into g_keys, g_degrees
+      from (select m.key_id, count(distinct o.key_id)::integer as degree
+              from (select ek.source_id, ek.key_id, ek.event_id,
+                           row_number() over (partition by ek.source_id, ek.key_id order by ek.event_id) as n
+                      from sag.event_keys ek
+                     where ek.source_id = any (srcs) and ek.key_id = any (selected)) m
+              join sag.event_keys o on o.source_id = any (srcs) and o.source_id = m.source_id and o.event_id = m.event_id
+                                   and o.key_id <> m.key_id
+             where m.n <= 500
+             group by m.source_id, m.key_id) x;
+    select coalesce(array_agg(k.id), '{}'), coalesce(array_agg(k.name), '{}'), coalesce(array_agg(k.type), '{}')
+      into n_keys, n_names, n_types
+      from sag.keys k where k.source_id = any (srcs) and k.id = any (selected);
     with rows as (
-        select e.key_id, e.rank::integer as rank, k.name, k.type,
-               (select string_agg(sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))), '; ' order by ev.id)
-                  from (select ev.id, ev.title, ev.content
-                          from sag.event_keys ek join sag.events ev on ev.source_id = ek.source_id and ev.id = ek.event_id
-                         where ek.source_id = any (srcs) and ev.source_id = any (srcs)
-                           and ek.source_id = k.source_id and ek.key_id = e.key_id order by ev.id limit 2) ev) as description,
-               (select count(distinct o.key_id)
-                  from (select ek.source_id, ek.event_id from sag.event_keys ek
-                         where ek.source_id = any (srcs) and ek.source_id = k.source_id and ek.key_id = e.key_id
-                         order by ek.event_id limit 500) m
-                  join sag.event_keys o on o.source_id = any (srcs) and o.source_id = m.source_id and o.event_id = m.event_id
-                                       and o.key_id <> e.key_id)::integer as degree
+        select e.key_id, e.rank::integer as rank, k.name, k.type, d.description, coalesce(g.degree, 0) as degree
           from unnest(selected) with ordinality as e(key_id, rank)
-          join sag.keys k on k.source_id = any (srcs) and k.id = e.key_id
+          join unnest(n_keys, n_names, n_types) as k(id, name, type) on k.id = e.key_id
+          left join unnest(d_keys, d_texts) as d(key_id, description) on d.key_id = e.key_id
+          left join unnest(g_keys, g_degrees) as g(key_id, degree) on g.key_id = e.key_id
     ),
     lines as (
         select r.*, concat_ws('|', r.key_id, sag_internal._cell(r.name), sag_internal._cell(r.type || ': ' || coalesce(r.description, '')),
@@ -184,35 +219,46 @@ begin
     used_entities := coalesce(sag.estimate_tokens(sag_internal._table_text('Entities', h_ent, ent_rows)), 0);
 
     -- Relationships: key co-occurrence around the selected entities.
-    with pairs as (
-        select a.source_id, a.key_id as src, b.key_id as tgt, count(*)::integer as weight, min(a.event_id) as event_id
-          from sag.keys sk
-          join sag.event_keys a on a.source_id = any (srcs) and a.source_id = sk.source_id and a.key_id = sk.id
-          join sag.event_keys b on b.source_id = any (srcs) and b.source_id = a.source_id and b.event_id = a.event_id
-                               and b.key_id <> a.key_id
-         where sk.source_id = any (srcs) and sk.id = any (selected)
-           and not (b.key_id = any (selected) and b.key_id < a.key_id)  -- an in-network pair once
-         group by a.source_id, a.key_id, b.key_id
-    ),
-    linked as (
-        select p.*, p.tgt = any (selected) as in_network,
-               (select count(distinct x.key_id) from sag.event_keys y
-                  join sag.event_keys x on x.source_id = any (srcs) and x.source_id = y.source_id
-                                       and x.event_id = y.event_id and x.key_id = any (selected)
-                 where y.source_id = any (srcs) and y.source_id = p.source_id and y.key_id = p.tgt)::integer as links
-          from pairs p
+    select coalesce(array_agg(p.source_id), '{}'), coalesce(array_agg(p.src), '{}'), coalesce(array_agg(p.tgt), '{}'),
+           coalesce(array_agg(p.weight), '{}'), coalesce(array_agg(p.event_id), '{}')
+      into p_sources, p_srcs, p_tgts, p_weights, p_events
+      from (select a.source_id, a.key_id as src, b.key_id as tgt, count(*)::integer as weight, min(a.event_id) as event_id
+              from sag.keys sk
+              join sag.event_keys a on a.source_id = any (srcs) and a.source_id = sk.source_id and a.key_id = sk.id
+              join sag.event_keys b on b.source_id = any (srcs) and b.source_id = a.source_id and b.event_id = a.event_id
+                                   and b.key_id <> a.key_id
+             where sk.source_id = any (srcs) and sk.id = any (selected)
+               and not (b.key_id = any (selected) and b.key_id < a.key_id)  -- an in-network pair once
+             group by a.source_id, a.key_id, b.key_id) p;
+    -- Each target's links: how many selected entities share an event with it.
+    select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.links), '{}') into l_keys, l_links
+      from (select y.key_id, count(distinct x.key_id)::integer as links
+              from sag.event_keys y
+              join sag.event_keys x on x.source_id = any (srcs) and x.source_id = y.source_id
+                                   and x.event_id = y.event_id and x.key_id = any (selected)
+             where y.source_id = any (srcs) and y.key_id = any (array(select distinct unnest(p_tgts)))
+             group by y.source_id, y.key_id) x;
+    select coalesce(array_agg(k.id), '{}'), coalesce(array_agg(k.name), '{}') into r_keys, r_names
+      from sag.keys k where k.source_id = any (srcs) and k.id = any (p_srcs || p_tgts);
+    select coalesce(array_agg(ev.id), '{}'),
+           coalesce(array_agg(sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200)))), '{}')
+      into r_events, r_texts
+      from sag.events ev where ev.source_id = any (srcs) and ev.id = any (p_events);
+    with linked as (
+        select p.*, p.tgt = any (selected) as in_network, coalesce(l.links, 0) as links
+          from unnest(p_sources, p_srcs, p_tgts, p_weights, p_events) as p(source_id, src, tgt, weight, event_id)
+          left join unnest(l_keys, l_links) as l(key_id, links) on l.key_id = p.tgt
     ),
     ranked as (
         select l.*, row_number() over (order by l.in_network desc, l.links desc, l.weight desc, l.src, l.tgt) as n
           from linked l
     ),
     kept as (
-        select r.*, ks.name as src_name, kt.name as tgt_name,
-               (select sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))) from sag.events ev
-                 where ev.source_id = any (srcs) and ev.source_id = r.source_id and ev.id = r.event_id) as description
+        select r.*, ks.name as src_name, kt.name as tgt_name, ev.text as description
           from ranked r
-          join sag.keys ks on ks.source_id = any (srcs) and ks.source_id = r.source_id and ks.id = r.src
-          join sag.keys kt on kt.source_id = any (srcs) and kt.source_id = r.source_id and kt.id = r.tgt
+          join unnest(r_keys, r_names) as ks(id, name) on ks.id = r.src
+          join unnest(r_keys, r_names) as kt(id, name) on kt.id = r.tgt
+          left join unnest(r_events, r_texts) as ev(id, text) on ev.id = r.event_id
          where r.n <= top_k_relationships * cardinality(selected)
     )
     select array_agg(concat_ws('|', k.n, sag_internal._cell(k.src_name), sag_internal._cell(k.tgt_name), k.description, k.weight, k.links)
