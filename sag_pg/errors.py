@@ -82,9 +82,9 @@ def user_error(exc: BaseException) -> SagError | None:
         return None
     message = diag.message_primary or str(exc).strip()
     if exc.sqlstate == "0A000" and message.startswith(_CITUS_UNPLANNED):
-        return DatabaseError(f"this command is not yet planned for a schema distributed on Citus ({message}): "
-                             "ingest and delete work there; searches and the graph, memory, KG and community "
-                             "commands still need one PostgreSQL (README: Scale-out on Citus)")
+        return DatabaseError(f"Citus cannot plan a statement of this command on the distributed schema ({message}): "
+                             "every sag command is meant to run there, so this is a bug to report, with the "
+                             "command (README: Scale-out on Citus)")
     if diag.message_hint:
         message += f" ({diag.message_hint.rstrip('.')})"
     return error_for_sqlstate(exc.sqlstate, message)

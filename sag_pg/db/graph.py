@@ -139,13 +139,15 @@ def remove_relation(conn: psycopg.Connection, head_id: int, tail_id: int, relati
 
 
 def get_related(conn: psycopg.Connection, key_id: int, depth: int = 2, direction: str = "out",
-                relation_types: Sequence[str] | None = None, limit: int = 100) -> list[Related]:
-    """``sag.get_related``."""
+                relation_types: Sequence[str] | None = None, limit: int = 100,
+                source_id: int | None = None) -> list[Related]:
+    """``sag.get_related`` (``source_id``: the key's source when known, so Citus asks only its worker)."""
     with sql_errors():
         rows = conn.execute(
             "select id, type, name, distance, path_weight, score from sag.get_related(key_id => %s, depth => %s, "
-            "direction => %s, relation_types => %s, lim => %s)",
-            [key_id, depth, direction, list(relation_types) if relation_types else None, limit]).fetchall()
+            "direction => %s, relation_types => %s, lim => %s, source_id => %s)",
+            [key_id, depth, direction, list(relation_types) if relation_types else None, limit,
+             source_id]).fetchall()
     return [Related(int(i), t, n, int(d), float(p), float(s)) for i, t, n, d, p, s in rows]
 
 

@@ -133,7 +133,9 @@ class KnowledgeGraph:
                     relation_types: Sequence[str] | None = None, *, limit: int = 100,
                     source: str = "default") -> list[g.Related]:
         with self._read() as conn:
-            return g.get_related(conn, self._entity(conn, ref, source), depth, direction, relation_types, limit)
+            # A name is looked up in the source, so the key's source is known; an id may be any source's.
+            return g.get_related(conn, self._entity(conn, ref, source), depth, direction, relation_types, limit,
+                                 source_id=None if isinstance(ref, int) else self._source(conn, source))
 
     def find_by_keywords(self, keywords: Sequence[str], *, limit: int = 20,
                          source: str | None = "default") -> list[g.Entity]:

@@ -39,13 +39,18 @@ def leiden_levels(graph: nx.Graph, *, max_cluster_size: int = 10, resolution: fl
         return [g.communities({node: i for i, node in enumerate(sorted(graph.nodes))})]
     from graspologic_native import hierarchical_leiden
 
-    # Sorted edges (GraphRAG's "stable" graph): the same graph and seed give the same communities.
-    edges = sorted((str(min(a, b)), str(max(a, b)), float(d.get("weight", 1.0)))
-                   for a, b, d in graph.edges(data=True))
+    # Sorted edges (GraphRAG's "stable" graph): the same graph and seed give the same communities.  The nodes
+    # are named by their rank among the event ids, not by the ids: Leiden's result follows the order of the
+    # names, and the ids' digits are not the data (Citus numbers rows (group << 48) + n, one node 1, 2, ...;
+    # sorted as text, 57 came after 123 on one node and not on Citus).
+    rank = {node: i for i, node in enumerate(sorted(graph.nodes))}
+    event = sorted(graph.nodes)
+    edges = [(str(a), str(b), w) for a, b, w in sorted(
+        (min(rank[x], rank[y]), max(rank[x], rank[y]), float(d.get("weight", 1.0))) for x, y, d in graph.edges(data=True))]
     found = hierarchical_leiden(edges, max_cluster_size=max_cluster_size, resolution=resolution, seed=seed)
     by_node: dict[int, dict[int, int]] = {}
     for entry in found:
-        by_node.setdefault(int(entry.node), {})[int(entry.level)] = int(entry.cluster)
+        by_node.setdefault(event[int(entry.node)], {})[int(entry.level)] = int(entry.cluster)
     depth = 1 + max(level for levels in by_node.values() for level in levels)
     if max_levels is not None:
         depth = min(depth, max_levels)

@@ -318,13 +318,24 @@ declare
     taken integer[] := '{}';
     accepted_first integer;
     accepted_last integer;
+    s_first integer[];
+    s_last integer[];
+    s_han boolean[];
+    s_normalized text[];
+    s_text text[];
+    m_id bigint[];
+    m_text text[];
+    m_first integer[];
+    m_last integer[];
+    m_hub boolean[];
 begin
     if (max_words >= 1) is not true then
         raise exception using errcode = '22023',
                               message = format('sag.named_keys: max_words must be >= 1, got %s', max_words);
     end if;
-    for span in
-        with words as (
+    -- The spans and their keys are read into arrays first, then walked: a loop over a query is a cursor, and
+    -- Citus loses a cursor's intermediate results over several workers (the keys of several sources).
+    with words as (
             -- Each word folded once here: a word is in up to 16 spans (0.5 ms a Chinese question folded per span).
             select w.pos::integer as pos, w.m[1] as word, w.m[1] ~ ('^[' || han || ']') as is_han,
                    sag_internal._fold_word(w.m[1]) as folded
@@ -345,14 +356,23 @@ begin
                     or not f.is_han and f.word ~ '^[[:upper:][:digit:]]' and l.word ~ '^[[:upper:][:digit:]]'
                        and (l.pos > f.pos or (f.word ~ '^[[:upper:]]' and char_length(f.word) >= 2)))
         )
-        select k.id, s.text, s.first_word, s.last_word,
-               max_key_events is not null and k.event_count > max_key_events as hub
-          from spans s
-          join sag.keys k on k.normalized = s.normalized
-         where k.value_string is not null
-           and (source_ids is null or k.source_id = any (source_ids))
-           and (not s.is_han or k.type in ('person', 'organization', 'location'))
-         order by s.last_word - s.first_word desc, s.first_word, k.id
+    select coalesce(array_agg(s.first_word), '{}'), coalesce(array_agg(s.last_word), '{}'),
+           coalesce(array_agg(s.is_han), '{}'), coalesce(array_agg(s.normalized), '{}'), coalesce(array_agg(s.text), '{}')
+      into s_first, s_last, s_han, s_normalized, s_text
+      from spans s;
+    select coalesce(array_agg(k.id), '{}'), coalesce(array_agg(s.text), '{}'), coalesce(array_agg(s.first_word), '{}'),
+           coalesce(array_agg(s.last_word), '{}'),
+           coalesce(array_agg(max_key_events is not null and k.event_count > max_key_events), '{}')
+      into m_id, m_text, m_first, m_last, m_hub
+      from unnest(s_first, s_last, s_han, s_normalized, s_text) as s(first_word, last_word, is_han, normalized, text)
+      join sag.keys k on k.normalized = s.normalized
+     where k.value_string is not null
+       and (source_ids is null or k.source_id = any (source_ids))
+       and (not s.is_han or k.type in ('person', 'organization', 'location'));
+    for span in
+        select u.id, u.text, u.first_word, u.last_word, u.hub
+          from unnest(m_id, m_text, m_first, m_last, m_hub) as u(id, text, first_word, last_word, hub)
+         order by u.last_word - u.first_word desc, u.first_word, u.id
     loop
         -- Every key of an accepted span; a span whose words a longer (or earlier) one took names nothing.
         if span.first_word is distinct from accepted_first or span.last_word is distinct from accepted_last then

@@ -267,6 +267,7 @@ declare
     spans text[];
     spelled bigint[];
     spelled_names text[];
+    spelled_sources bigint[];
     named_ids bigint[];
     taken_names text[];
 begin
@@ -282,8 +283,8 @@ begin
         return '{}';
     end if;
     -- The topic keys spelled in the question (one index probe a span) ...
-    select coalesce(array_agg(k.id order by k.id), '{}'), coalesce(array_agg(k.normalized order by k.id), '{}')
-      into spelled, spelled_names
+    select coalesce(array_agg(k.id), '{}'), coalesce(array_agg(k.normalized), '{}'), coalesce(array_agg(k.source_id), '{}')
+      into spelled, spelled_names, spelled_sources
       from sag.keys k
      where k.source_id = any (srcs) and k.normalized = any (spans)
        and k.type = 'topic' and k.value_string is not null
@@ -294,15 +295,17 @@ begin
     end if;
     -- ... then the evidence that one is a name, for those few only: a page about it or a link to a key of
     -- another name.
-    named_ids := array(select p.key_id from sag_internal._pages_about(spelled, srcs) p)
-                 || array(select a.key_id from sag.key_aliases a
-                           where a.source_id = any (srcs) and a.key_id = any (spelled) and not a.rejected);
+    named_ids := array(select p.key_id from sag_internal._pages_about(spelled, srcs) p);
+    named_ids := named_ids || array(select a.key_id from sag.key_aliases a
+                                     where a.source_id = any (srcs) and a.key_id = any (spelled) and not a.rejected);
     select coalesce(array_agg(t.normalized), '{}') into taken_names
       from sag.keys t where t.source_id = any (srcs) and t.id = any (coalesce(taken, '{}'));
     return (
+    -- (in the order of their sources, then ids: within a source ids follow the ingest on one node and on Citus)
     with found as (
-        select f.id, f.normalized from unnest(spelled, spelled_names) f(id, normalized) where f.id = any (named_ids))
-    select coalesce(array_agg(f.id order by f.id), '{}')
+        select f.id, f.normalized, f.source_id
+          from unnest(spelled, spelled_names, spelled_sources) f(id, normalized, source_id) where f.id = any (named_ids))
+    select coalesce(array_agg(f.id order by f.source_id, f.id), '{}')
       from found f
      where not exists (select 1 from found g where g.normalized <> f.normalized and strpos(g.normalized, f.normalized) > 0)
        and not exists (select 1 from unnest(taken_names) t(normalized)

@@ -19,8 +19,9 @@
 -- corpus or language (docs/retrieval.md).  sag.retrieve reads it to share s between BM25 and the cosine: a
 -- cosine that repeats the words adds nothing to BM25, an independent one is evidence of its own.
 
--- Mean cosine over the pairs of a deterministic sample (by hashint8 of the id, so a calibration of the same
--- data is the same) of at most 60 of one source's embeddings: up to 1,770 pairs.
+-- Mean cosine over the pairs of a deterministic sample (by a hash of the content, so a calibration of the same
+-- data is the same whatever ids the rows got: on one node or Citus, before or after a re-ingest) of at most 60
+-- of one source's embeddings: up to 1,770 pairs.
 create or replace function sag_internal._chance_cosine(embeddings @extschema:vector@.halfvec[])
 returns float8
 language sql immutable
@@ -33,7 +34,7 @@ as $$
      where c.cos <> 'NaN'::float8
 $$;
 
--- The calibration's sample of one source's chunks: the floors' deterministic 60 (by hashint8 of the id), each
+-- The calibration's sample of one source's chunks: the floors' deterministic 60 (by a hash of the content), each
 -- with its stored embedding (e) and the hash embedder's of the very text that was embedded (h: the words).
 create or replace function sag_internal._calibration_sample(source_id bigint)
 returns table (id bigint, e @extschema:vector@.vector, h @extschema:vector@.vector)
@@ -47,7 +48,7 @@ begin
            sag.embed_hash(c.title || E'\n' || c.content, @extschema:vector@.vector_dims(c.embedding::@extschema:vector@.vector))
       from sag.chunks c
      where c.source_id = _calibration_sample.source_id and c.embedding is not null
-     order by hashint8(c.id) limit 60;
+     order by hashtext(c.content), hashtext(c.title), c.ordinal limit 60;
 end
 $$;
 
@@ -95,7 +96,7 @@ begin
           from sag.events ev
           join sample s on s.id = ev.chunk_id
          where ev.source_id = _embedder_reliability.source_id and ev.embedding is not null
-         order by ev.chunk_id, hashint8(ev.id)),
+         order by ev.chunk_id, hashtext(ev.content), hashtext(ev.title)),
     asked as materialized (  -- hashed once, not once per pair of the cross join below
         select p.chunk_id, p.e, sag.embed_hash(p.title || E'\n' || p.content, @extschema:vector@.vector_dims(p.e)) as h
           from picked p),
@@ -131,13 +132,13 @@ begin
           into sample_ids, sample_e, sample_h
           from (select c.*, row_number() over () as n from sag_internal._calibration_sample(src) c) x;
         select array_agg(x.embedding order by x.h) into chunks
-          from (select c.embedding, hashint8(c.id) as h from sag.chunks c
-                 where c.source_id = src and c.embedding is not null order by 2 limit 60) x;
+          from (select c.embedding, hashtext(c.content) as h from sag.chunks c
+                 where c.source_id = src and c.embedding is not null order by 2, hashtext(c.title), c.ordinal limit 60) x;
         select array_agg(x.embedding order by x.h) into events
-          from (select e.embedding, hashint8(e.id) as h from sag.events e
-                 where e.source_id = src and e.embedding is not null order by 2 limit 60) x;
+          from (select e.embedding, hashtext(e.content) as h from sag.events e
+                 where e.source_id = src and e.embedding is not null order by 2, hashtext(e.title), e.ordinal limit 60) x;
         select array_agg(x.embedding order by x.h) into keys
-          from (select k.embedding, hashint8(k.id) as h from sag.keys k
+          from (select k.embedding, hashtext(k.type || ':' || k.normalized) as h from sag.keys k
                  where k.source_id = src and k.embedding is not null order by 2 limit 60) x;
         result := result || jsonb_build_object(src::text, jsonb_build_object(
             'chunk', coalesce(sag_internal._chance_cosine(chunks), 0),

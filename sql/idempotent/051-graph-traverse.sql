@@ -31,9 +31,10 @@ $$;
 --   path(e)      = the largest product of relation weights over the shortest paths to e;
 --   score(e)     = path(e) / distance(e), in [0, 1].
 -- Example: A -[0.8]-> B -[0.5]-> C: B at 1 with 0.8, C at 2 with 0.8 * 0.5 / 2 = 0.2.
+drop function if exists sag.get_related(bigint, integer, text, text[], integer);
 create or replace function sag.get_related(
     key_id bigint, depth integer default 2, direction text default 'out', relation_types text[] default null,
-    lim integer default 100)
+    lim integer default 100, source_id bigint default null)
 returns table (id bigint, type text, name text, distance integer, path_weight float8, score float8)
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -60,7 +61,9 @@ begin
                               message = format('sag.get_related: direction must be out, in or both, got %L',
                                                direction);
     end if;
-    src := (select k.source_id from sag.keys k where k.id = get_related.key_id);
+    -- The key's source: given, or looked up (by id alone: on Citus a lookup on every worker).
+    src := (select k.source_id from sag.keys k
+             where (get_related.source_id is null or k.source_id = get_related.source_id) and k.id = get_related.key_id);
     if src is null then
         raise exception using errcode = 'P0002', message = format('sag.get_related: no entity with id %s', key_id);
     end if;
@@ -103,11 +106,11 @@ begin
      limit lim;
 end;
 $$;
-comment on function sag.get_related(bigint, integer, text, text[], integer) is
+comment on function sag.get_related(bigint, integer, text, text[], integer, bigint) is
     'Entities reachable from key_id within depth hops (direction out|in|both; co-occurrence relations both '
     'ways; relation_types NULL = all), breadth first and cycle-safe: distance = fewest hops, path_weight = '
     'the best product of weights over shortest paths, score = path_weight / distance. '
-    'Example: select * from sag.get_related(42, depth => 2, direction => ''both'');';
+    'Example: select * from sag.get_related(42, depth => 2, direction => ''both'');  source_id: the key''s source when known (NULL: looked up).';
 
 -- A key matches a keyword when its normalized form is the keyword, or its name contains the keyword as a
 -- word (Latin) or as a substring (Han, which has no spaces).  Ordered by matched keywords, then events.
@@ -117,6 +120,8 @@ language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
 #variable_conflict use_column
+declare
+    srcs bigint[] := coalesce(source_ids, array(select s.id from sag.sources s order by s.id));
 begin
     return query
     with kw as (
@@ -125,14 +130,14 @@ begin
         select k.source_id, k.id, count(distinct kw.w)::int as matched
           from kw join sag.keys k
             on k.normalized like '%' || replace(replace(replace(kw.w, '\', '\\'), '%', '\%'), '_', '\_') || '%'
-         where (source_ids is null or k.source_id = any(source_ids))
+         where k.source_id = any (srcs)
            and (k.normalized = kw.w
                 or kw.w ~ ('[' || sag_internal._han_class() || ']')
                 or position(' ' || kw.w || ' ' in ' ' || regexp_replace(lower(k.name), '[^[:alnum:]]+', ' ', 'g') || ' ') > 0)
          group by k.source_id, k.id
     )
     select k.id, k.source_id, k.type, k.name, k.description, k.event_count, h.matched
-      from hits h join sag.keys k on k.source_id = h.source_id and k.id = h.id
+      from hits h join sag.keys k on k.source_id = any (srcs) and k.source_id = h.source_id and k.id = h.id
      order by h.matched desc, (k.normalized = any(select w from kw)) desc, k.event_count desc, k.id
      limit lim;
 end
@@ -151,19 +156,23 @@ language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
 as $$
 #variable_conflict use_column
+declare
+    src bigint := (select k.source_id from sag.keys k where k.id = neighbourhood_edges.key_id);
+    nodes bigint[];
 begin
+    -- The neighbourhood first (sag.get_related reads tables: not called inside a statement over them), then
+    -- the relations among it in the key's source.
+    nodes := array[neighbourhood_edges.key_id]
+             || array(select g.id from sag.get_related(neighbourhood_edges.key_id, depth, direction, relation_types, lim,
+                                                       src) g);
     return query
-    with nodes as (
-        select neighbourhood_edges.key_id as id
-        union select g.id from sag.get_related(neighbourhood_edges.key_id, depth, direction, relation_types, lim) g
-    )
     select r.head_key_id, h.name, h.type, r.relation_type, r.tail_key_id, t.name, t.type, r.weight, r.origin
       from sag.relations r
-      join sag.keys h on h.source_id = r.source_id and h.id = r.head_key_id
-      join sag.keys t on t.source_id = r.source_id and t.id = r.tail_key_id
-     where r.source_id = (select k.source_id from sag.keys k where k.id = neighbourhood_edges.key_id)
-       and r.head_key_id in (select id from nodes) and r.tail_key_id in (select id from nodes)
-       and (relation_types is null or r.relation_type = any(select sag_internal._relation_type(x) from unnest(relation_types) x))
+      join sag.keys h on h.source_id = src and h.source_id = r.source_id and h.id = r.head_key_id
+      join sag.keys t on t.source_id = src and t.source_id = r.source_id and t.id = r.tail_key_id
+     where r.source_id = src
+       and r.head_key_id = any (nodes) and r.tail_key_id = any (nodes)
+       and (relation_types is null or r.relation_type = any(array(select sag_internal._relation_type(x) from unnest(relation_types) x)))
      order by r.head_key_id, r.tail_key_id, r.relation_type;
 end
 $$;

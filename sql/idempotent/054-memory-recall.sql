@@ -43,18 +43,21 @@ set search_path = pg_catalog, sag, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    named bigint[] := array(select s.id from sag.find_by_keywords(keywords, source_ids, seeds) s);
-    seed bigint;
+    named bigint[];
+    named_sources bigint[];
+    i integer;
     ids bigint[] := '{}';
     scores float8[] := '{}';
     distances integer[] := '{}';
 begin
-    -- Each named entity's neighbourhood in a statement of its own (sag.get_related reads tables).
-    foreach seed in array named loop
+    select coalesce(array_agg(s.id), '{}'), coalesce(array_agg(s.source_id), '{}') into named, named_sources
+      from sag.find_by_keywords(keywords, source_ids, seeds) s;
+    -- Each named entity's neighbourhood in a statement of its own (sag.get_related reads tables), in its source.
+    for i in 1..cardinality(named) loop
         select ids || coalesce(array_agg(g.id), '{}'), scores || coalesce(array_agg(g.score), '{}'),
                distances || coalesce(array_agg(g.distance), '{}')
           into ids, scores, distances
-          from sag.get_related(seed, depth, 'both', null, 100) g;
+          from sag.get_related(named[i], depth, 'both', null, 100, named_sources[i]) g;
     end loop;
     return query
     select x.id, max(x.score), min(x.distance)
@@ -156,9 +159,13 @@ begin
                'r', k.r, 'via_c', k.via_c, 'via_g', k.via_g) order by k.total desc, k.id), '[]')
       into found_rows
       from (select * from ranked k where k.total >= min_score order by k.total desc, k.id limit top_n) k;
-    if record then
+    -- Recorded by a session that may write (issue #36): a read-only transaction or a role without INSERT on
+    -- sag.recall_stats recalls without recording, instead of failing.
+    if record and current_setting('transaction_read_only') = 'off'
+       and has_table_privilege('sag.recall_stats', 'INSERT') then
         perform sag.record_recall(array(select (r->>'id')::bigint from jsonb_array_elements(found_rows) r),
-                                  array(select (r->>'total')::float8 from jsonb_array_elements(found_rows) r));
+                                  array(select (r->>'total')::float8 from jsonb_array_elements(found_rows) r),
+                                  null, srcs);
     end if;
     return query
     select x.id, x.uri, x.title, x.total, x.o, x.g, x.t, x.r, x.via_c, x.via_g
@@ -172,4 +179,6 @@ comment on function sag.recall(text, bigint[], text, text, float8, integer, inte
     'chunks contain a keyword) and the graph channel (keywords -> entities -> get_related -> their documents); '
     'best candidates of each channel (candidates, default 50) scored by strategy (text_overlap | graph_distance | temporal | reference_count | hybrid) '
     'with its breakdown; min_score, top_n; channels hybrid | knowledge | graph. Records the results'' recall '
-    'statistics unless record => false. Example: select * from sag.recall(''apple founders'', top_n => 5);';
+    'statistics unless record => false, or the session may not write (a read-only transaction or a role '
+    'without INSERT on sag.recall_stats: recalled, not recorded). Example: select * from '
+    'sag.recall(''apple founders'', top_n => 5);';

@@ -8,7 +8,11 @@ drop function if exists sag.record_chunk_recall(bigint[], float8[]);
 -- NULL: all one): each document a search returned gains one recall and its best score in that search (a
 -- document returned twice, e.g. by two of its chunks, counts once).  Rows are taken in id order so
 -- concurrent writers never deadlock.
-create or replace function sag.record_recall(document_ids bigint[], scores float8[], searches integer[] default null)
+-- (the sources, issue #32: on Citus the documents are found on the workers holding them)
+drop function if exists sag.record_recall(bigint[], float8[], integer[]);
+drop function if exists sag.record_chunk_recall(bigint[], float8[], integer[]);
+create or replace function sag.record_recall(document_ids bigint[], scores float8[], searches integer[] default null,
+                                             source_ids bigint[] default null)
 returns integer
 language plpgsql
 set search_path = pg_catalog, sag, pg_temp
@@ -16,44 +20,65 @@ as $$
 #variable_conflict use_column
 declare
     _result integer;
+    attempt integer;
 begin
-    with per_search as (
-        select coalesce(u.search, 0) as search, u.id, max(coalesce(u.score, 0)) as score
-          from unnest(document_ids, scores, searches) u(id, score, search)
-         where u.id is not null group by 1, 2
-    ), noted as (
-        insert into sag.recall_stats as s (source_id, document_id, recall_count, total_score, last_recall_at)
-        select d.source_id, p.id, count(*), sum(p.score), now()
-          from per_search p join sag.documents d on d.id = p.id
-         group by d.source_id, p.id order by d.source_id, p.id
-        on conflict (source_id, document_id) do update
-
-           set recall_count = s.recall_count + excluded.recall_count,
-               total_score = s.total_score + excluded.total_score,
-               last_recall_at = excluded.last_recall_at
-        returning 1)
-    select count(*)::int into _result from noted;
-    return _result;
+    for attempt in 1..3 loop
+        begin
+            with per_search as (
+                select coalesce(u.search, 0) as search, u.id, max(coalesce(u.score, 0)) as score
+                  from unnest(document_ids, scores, searches) u(id, score, search)
+                 where u.id is not null group by 1, 2
+            ), noted as (
+                insert into sag.recall_stats as s (source_id, document_id, recall_count, total_score, last_recall_at)
+                select d.source_id, p.id, count(*), sum(p.score), now()
+                  from per_search p
+                  join sag.documents d on (source_ids is null or d.source_id = any (source_ids)) and d.id = p.id
+                 group by d.source_id, p.id order by d.source_id, p.id
+                on conflict (source_id, document_id) do update
+                   set recall_count = s.recall_count + excluded.recall_count,
+                       total_score = s.total_score + excluded.total_score,
+                       last_recall_at = excluded.last_recall_at
+                returning 1)
+            select count(*)::int into _result from noted;
+            return _result;
+        exception when foreign_key_violation then
+            -- A document deleted while its recall was being written (issue #36: a concurrent delete cost the
+            -- whole batch): the next attempt's statement no longer sees it, and the rest are recorded.
+            if attempt = 3 then
+                raise;
+            end if;
+        end;
+    end loop;
 end
 $$;
-comment on function sag.record_recall(bigint[], float8[], integer[]) is
+comment on function sag.record_recall(bigint[], float8[], integer[], bigint[]) is
     'Records that searches or recalls returned these documents with these scores (parallel arrays; searches '
-    'tells a batch''s searches apart, NULL = one): per document and search, recall_count + 1 and total_score + '
-    'its best score; last_recall_at = now(). Returns how many documents.';
+    'tells a batch''s searches apart, NULL = one; source_ids: their sources when known, NULL = look in all): '
+    'per document and search, recall_count + 1 and total_score + its best score; last_recall_at = now(). A '
+    'document deleted meanwhile is skipped, not the batch.  Returns how many documents.';
 
-create or replace function sag.record_chunk_recall(chunk_ids bigint[], scores float8[], searches integer[] default null)
+create or replace function sag.record_chunk_recall(chunk_ids bigint[], scores float8[], searches integer[] default null,
+                                                   source_ids bigint[] default null)
 returns integer
 language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 #variable_conflict use_column
+declare
+    docs bigint[];
+    doc_scores float8[];
+    doc_searches integer[];
 begin
-    return (
-    select sag.record_recall(array_agg(c.document_id), array_agg(u.score), array_agg(coalesce(u.search, 0)))
-      from unnest(chunk_ids, scores, searches) u(id, score, search) join sag.chunks c on c.id = u.id);
+    -- The chunks' documents first, then the recording (a function that writes is not called inside a
+    -- statement over distributed tables: Citus).
+    select array_agg(c.document_id), array_agg(u.score), array_agg(coalesce(u.search, 0))
+      into docs, doc_scores, doc_searches
+      from unnest(chunk_ids, scores, searches) u(id, score, search)
+      join sag.chunks c on (source_ids is null or c.source_id = any (source_ids)) and c.id = u.id;
+    return sag.record_recall(docs, doc_scores, doc_searches, source_ids);
 end
 $$;
-comment on function sag.record_chunk_recall(bigint[], float8[], integer[]) is
+comment on function sag.record_chunk_recall(bigint[], float8[], integer[], bigint[]) is
     'sag.record_recall for searches'' chunks: each chunk counts for its document (once per search, best score).';
 
 -- value = w_recall ln(1 + recall_count) + w_score average score + w_recency 0.5 ^ (age / half_life), the age

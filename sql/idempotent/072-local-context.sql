@@ -71,6 +71,17 @@ declare
     srcs bigint[];  -- the sources (all without one): every table read names them (Citus routes by them)
     m_ids bigint[];
     m_sim float8[];
+    h_chunks bigint[];
+    h_ranks integer[];
+    h_entities integer[];
+    h_contents text[];
+    h_uris text[];
+    h_ordinals integer[];
+    nk_ids bigint[];
+    nk_first integer[];
+    nk_last integer[];
+    nk_keys bigint[];
+    nk_sources bigint[];
     d_keys bigint[];
     d_texts text[];
     g_keys bigint[];
@@ -126,12 +137,24 @@ begin
     budget_local := max_tokens - budget_reports - budget_sources;
 
     -- Entities: named, included, then nearest above the key floor; never excluded.
-    named := array(select distinct n.key_id from sag.named_keys(query, sids) n);
+    -- The named keys in the order the question names them (ties: by source, then key): an order that is the
+    -- data's, not the ids' (on Citus a source's ids are its worker's).
+    select coalesce(array_agg(n.key_id), '{}'), coalesce(array_agg(n.first_word), '{}'),
+           coalesce(array_agg(n.last_word), '{}')
+      into nk_ids, nk_first, nk_last
+      from sag.named_keys(query, sids) n;
+    select coalesce(array_agg(k.id), '{}'), coalesce(array_agg(k.source_id), '{}') into nk_keys, nk_sources
+      from sag.keys k where k.source_id = any (srcs) and k.id = any (nk_ids);
+    named := array(select u.id
+                     from unnest(nk_ids, nk_first, nk_last) as u(id, first_word, last_word)
+                     join unnest(nk_keys, nk_sources) as k(id, source_id) on k.id = u.id
+                    group by u.id, k.source_id
+                    order by min(u.first_word), min(u.last_word), k.source_id, u.id);
     named := named || sag_internal._named_topics(query, sids, null, named);
     named := named || sag_internal._aliases_of(named, srcs);
     included := array(select k.id from unnest(coalesce(include_entities, '{}')) with ordinality as i(name, o)
                         join sag.keys k on k.source_id = any (srcs) and k.normalized = sag_internal._fold_word(i.name)
-                       order by i.o, k.id);
+                       order by i.o, k.source_id, k.id);
     included := included || sag_internal._aliases_of(included, srcs);
     excluded := array(select k.id from unnest(coalesce(exclude_entities, '{}')) as x(name)
                         join sag.keys k on k.source_id = any (srcs) and k.normalized = sag_internal._fold_word(x.name));
@@ -170,14 +193,18 @@ begin
 
     -- Each step a statement that reads the per-source tables by source (windows partitioned by the source
     -- and key), or reads none: on Citus each runs on the workers holding the sources, for one or several.
-    -- An entity's description: its first two events; its degree: the keys sharing one of its first 500 events.
+    -- An entity's description: its first two events (by document, then place in it: an order of the data, not
+    -- of the ids, which differ between one node and Citus); its degree: the keys sharing one of its first 500
+    -- events.
     select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.description), '{}') into d_keys, d_texts
       from (select ev.key_id, string_agg(sag_internal._cell(coalesce(nullif(ev.title, ''), left(ev.content, 200))), '; '
-                                         order by ev.id) as description
-              from (select ek.key_id, ev.id, ev.title, ev.content,
-                           row_number() over (partition by ek.source_id, ek.key_id order by ev.id) as n
+                                         order by ev.n) as description
+              from (select ek.key_id, ev.title, ev.content,
+                           row_number() over (partition by ek.source_id, ek.key_id
+                                              order by d.uri, ev.ordinal, ev.content, ev.id) as n
                       from sag.event_keys ek
                       join sag.events ev on ev.source_id = any (srcs) and ev.source_id = ek.source_id and ev.id = ek.event_id
+                      join sag.documents d on d.source_id = any (srcs) and d.source_id = ev.source_id and d.id = ev.document_id
                      where ek.source_id = any (srcs) and ek.key_id = any (selected)) ev
              where ev.n <= 2
              group by ev.key_id) x;
@@ -202,7 +229,9 @@ begin
           left join unnest(g_keys, g_degrees) as g(key_id, degree) on g.key_id = e.key_id
     ),
     lines as (
-        select r.*, concat_ws('|', r.key_id, sag_internal._cell(r.name), sag_internal._cell(r.type || ': ' || coalesce(r.description, '')),
+        -- (the row's rank as its id, as GraphRAG's short ids: the database's ids are not the reader's, and
+        -- their digits would count against the token budget)
+        select r.*, concat_ws('|', r.rank, sag_internal._cell(r.name), sag_internal._cell(r.type || ': ' || coalesce(r.description, '')),
                               r.degree) as line
           from rows r
     )
@@ -222,13 +251,19 @@ begin
     select coalesce(array_agg(p.source_id), '{}'), coalesce(array_agg(p.src), '{}'), coalesce(array_agg(p.tgt), '{}'),
            coalesce(array_agg(p.weight), '{}'), coalesce(array_agg(p.event_id), '{}')
       into p_sources, p_srcs, p_tgts, p_weights, p_events
-      from (select a.source_id, a.key_id as src, b.key_id as tgt, count(*)::integer as weight, min(a.event_id) as event_id
+      from (select a.source_id, a.key_id as src, b.key_id as tgt, count(*)::integer as weight,
+                   -- the pair's event to describe it: the first by its text (not by id: ids are the node's)
+                   (array_agg(e.id order by coalesce(nullif(e.title, ''), left(e.content, 200)), e.content, e.id))[1]
+                       as event_id
               from sag.keys sk
               join sag.event_keys a on a.source_id = any (srcs) and a.source_id = sk.source_id and a.key_id = sk.id
               join sag.event_keys b on b.source_id = any (srcs) and b.source_id = a.source_id and b.event_id = a.event_id
                                    and b.key_id <> a.key_id
+              join sag.keys kb on kb.source_id = any (srcs) and kb.source_id = b.source_id and kb.id = b.key_id
+              join sag.events e on e.source_id = any (srcs) and e.source_id = a.source_id and e.id = a.event_id
              where sk.source_id = any (srcs) and sk.id = any (selected)
-               and not (b.key_id = any (selected) and b.key_id < a.key_id)  -- an in-network pair once
+               -- an in-network pair once, in the order of the names
+               and not (b.key_id = any (selected) and (kb.type, kb.normalized) < (sk.type, sk.normalized))
              group by a.source_id, a.key_id, b.key_id) p;
     -- Each target's links: how many selected entities share an event with it.
     select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.links), '{}') into l_keys, l_links
@@ -245,19 +280,22 @@ begin
       into r_events, r_texts
       from sag.events ev where ev.source_id = any (srcs) and ev.id = any (p_events);
     with linked as (
-        select p.*, p.tgt = any (selected) as in_network, coalesce(l.links, 0) as links
+        select p.*, p.tgt = any (selected) as in_network, coalesce(l.links, 0) as links,
+               ks.name as src_name, kt.name as tgt_name
           from unnest(p_sources, p_srcs, p_tgts, p_weights, p_events) as p(source_id, src, tgt, weight, event_id)
           left join unnest(l_keys, l_links) as l(key_id, links) on l.key_id = p.tgt
+          join unnest(r_keys, r_names) as ks(id, name) on ks.id = p.src
+          join unnest(r_keys, r_names) as kt(id, name) on kt.id = p.tgt
     ),
     ranked as (
-        select l.*, row_number() over (order by l.in_network desc, l.links desc, l.weight desc, l.src, l.tgt) as n
+        -- (ties by the names, then the sources: an order of the data, not of the ids)
+        select l.*, row_number() over (order by l.in_network desc, l.links desc, l.weight desc, l.src_name, l.tgt_name,
+                                                l.source_id, l.src, l.tgt) as n
           from linked l
     ),
     kept as (
-        select r.*, ks.name as src_name, kt.name as tgt_name, ev.text as description
+        select r.*, ev.text as description
           from ranked r
-          join unnest(r_keys, r_names) as ks(id, name) on ks.id = r.src
-          join unnest(r_keys, r_names) as kt(id, name) on kt.id = r.tgt
           left join unnest(r_events, r_texts) as ev(id, text) on ev.id = r.event_id
          where r.n <= top_k_relationships * cardinality(selected)
     )
@@ -299,19 +337,24 @@ begin
     rep_json := coalesce((select jsonb_agg(j order by o) from jsonb_array_elements(rep_json) with ordinality t(j, o)
                            where o <= n), '[]'::jsonb);
 
-    -- Sources: the chunks holding the entities.
-    with held as (
-        select ck.source_id, ck.chunk_id, min(e.rank)::integer as best_rank, count(*)::integer as entities
-          from unnest(selected) with ordinality as e(key_id, rank)
-          join sag.keys k on k.source_id = any (srcs) and k.id = e.key_id
-          join sag.chunk_keys ck on ck.source_id = any (srcs) and ck.source_id = k.source_id and ck.key_id = k.id
-         group by ck.source_id, ck.chunk_id
-    ),
-    ranked as (
-        select h.*, c.content, row_number() over (order by h.best_rank, h.entities desc, h.chunk_id) as n
-          from held h join sag.chunks c on c.source_id = any (srcs) and c.source_id = h.source_id and c.id = h.chunk_id
+    -- Sources: the chunks holding the entities (ties: by document and place in it, not by id).
+    select coalesce(array_agg(h.chunk_id), '{}'), coalesce(array_agg(h.best_rank), '{}'),
+           coalesce(array_agg(h.entities), '{}'), coalesce(array_agg(c.content), '{}'),
+           coalesce(array_agg(d.uri), '{}'), coalesce(array_agg(c.ordinal), '{}')
+      into h_chunks, h_ranks, h_entities, h_contents, h_uris, h_ordinals
+      from (select ck.source_id, ck.chunk_id, min(e.rank)::integer as best_rank, count(*)::integer as entities
+              from unnest(selected) with ordinality as e(key_id, rank)
+              join sag.keys k on k.source_id = any (srcs) and k.id = e.key_id
+              join sag.chunk_keys ck on ck.source_id = any (srcs) and ck.source_id = k.source_id and ck.key_id = k.id
+             group by ck.source_id, ck.chunk_id) h
+      join sag.chunks c on c.source_id = any (srcs) and c.source_id = h.source_id and c.id = h.chunk_id
+      join sag.documents d on d.source_id = any (srcs) and d.source_id = c.source_id and d.id = c.document_id;
+    with ranked as (
+        select h.*, row_number() over (order by h.best_rank, h.entities desc, h.uri, h.ordinal, h.chunk_id) as n
+          from unnest(h_chunks, h_ranks, h_entities, h_contents, h_uris, h_ordinals)
+               as h(chunk_id, best_rank, entities, content, uri, ordinal)
     )
-    select array_agg(concat_ws('|', r.chunk_id, sag_internal._cell(r.content)) order by r.n),
+    select array_agg(concat_ws('|', r.n, sag_internal._cell(r.content)) order by r.n),
            jsonb_agg(jsonb_build_object('id', r.chunk_id, 'text', r.content, 'entities', r.entities) order by r.n)
       into src_rows, src_json
       from ranked r;

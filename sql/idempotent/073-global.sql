@@ -56,6 +56,12 @@ declare
     lines text[] := '{}';
     used integer;
     b integer := 0;
+    m_cluster bigint[];
+    m_source bigint[];
+    m_event bigint[];
+    e_source bigint[];
+    e_id bigint[];
+    e_chunk bigint[];
 begin
     if (max_tokens >= 1) is not true then
         raise exception using errcode = '22023',
@@ -68,14 +74,30 @@ begin
                                                       max_tokens);
     end if;
     used := 0;
+    -- The communities' events (coordinator tables), then their chunks (on Citus the events are on the workers
+    -- holding their sources): read apart, then joined here.
+    select coalesce(array_agg(ce.cluster_id), '{}'), coalesce(array_agg(ce.source_id), '{}'),
+           coalesce(array_agg(ce.event_id), '{}')
+      into m_cluster, m_source, m_event
+      from sag.cluster_events ce join sag.clusters c on c.id = ce.cluster_id
+     where c.run_id = run and c.level = lvl;
+    select coalesce(array_agg(e.source_id), '{}'), coalesce(array_agg(e.id), '{}'), coalesce(array_agg(e.chunk_id), '{}')
+      into e_source, e_id, e_chunk
+      from sag.events e
+     where e.source_id = any (array(select distinct unnest(m_source))) and e.id = any (m_event);
     for rec in
         -- occurrence weight: the community's chunks (text units), over the most any community of the level has.
-        with reports as (
-            select c.id, r.title, r.full_content, r.rating,
-                   (select count(distinct e.chunk_id) from sag.cluster_events ce join sag.events e on e.source_id = ce.source_id and e.id = ce.event_id
-
-                     where ce.cluster_id = c.id) as units
+        with units as (
+            select m.cluster_id, count(distinct e.chunk) as units
+              from unnest(m_cluster, m_source, m_event) as m(cluster_id, source_id, event_id)
+              join unnest(e_source, e_id, e_chunk) as e(source_id, id, chunk)
+                on e.source_id = m.source_id and e.id = m.event_id
+             group by m.cluster_id
+        ),
+        reports as (
+            select c.id, r.title, r.full_content, r.rating, coalesce(u.units, 0) as units
               from sag.clusters c join sag.community_reports r on r.cluster_id = c.id
+              left join units u on u.cluster_id = c.id
              where c.run_id = run and c.level = lvl and r.rating >= min_rating
         )
         -- shuffle (GraphRAG's shuffle_data with random_state 86): a seeded permutation of the reports, so that
