@@ -72,7 +72,10 @@ begin
     perform set_config('lock_timeout', callers, true);
     select count(*) into dropped from (values ('chunks'), ('events'), ('keys')) t(tbl)
      where to_regclass(format('sag.%s_embedding_hnsw', t.tbl)) is not null;
-    drop index if exists sag.chunks_embedding_hnsw, sag.events_embedding_hnsw, sag.keys_embedding_hnsw;
+    -- One DROP an index: Citus refuses to drop several distributed objects in one command.
+    drop index if exists sag.chunks_embedding_hnsw;
+    drop index if exists sag.events_embedding_hnsw;
+    drop index if exists sag.keys_embedding_hnsw;
     exception when others then
         -- A session lock outlives the failed transaction: leave the loads in progress.
         perform pg_advisory_unlock_shared(hashtext('sag.bulk_load'));

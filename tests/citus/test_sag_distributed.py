@@ -17,6 +17,7 @@ import pytest
 
 from sag_pg import SAG, Settings
 from sag_pg.db import distribute, migrate
+from sag_pg.ingest.readers import document_from_text
 
 DEMO = Path(__file__).resolve().parents[2] / "sag_pg" / "demo" / "docs"
 SOURCES = {"tech": DEMO / "tech-company", "kingdoms": DEMO / "three-kingdoms", "both": DEMO}
@@ -183,7 +184,6 @@ def test_a_one_source_delete_runs_whole_on_the_worker_that_holds_the_source(clus
 def test_a_one_source_ingest_runs_whole_on_the_worker_that_holds_the_source(clusters: tuple[str, SAG]) -> None:
     from sag_pg.db import ingest as store
     from sag_pg.ingest.prepare import DocumentPreparer
-    from sag_pg.ingest.readers import document_from_text
 
     _, sag = clusters
     prepared = DocumentPreparer(sag.embedder, sag.extractor()).prepare(
@@ -252,6 +252,26 @@ def test_a_role_granted_one_source_reads_only_it_on_every_worker(clusters: tuple
     assert restricted == [r for r in every if r[0] == "kingdoms"] and chunks == (1,)
 
 
+def test_a_bulk_load_rebuilds_the_vector_indexes_on_the_workers(clusters: tuple[str, SAG]) -> None:
+    """`ingest --bulk` drops the HNSW indexes, loads and builds them again: on Citus too (it dropped the three
+    in one command, which Citus refuses for distributed objects)."""
+    url, sag = clusters
+    report = sag.ingest([document_from_text(f"Bulk note {i} about the harbour of Bergen and its ferries.",
+                                            uri=f"bulk-{i}.md", origin=f"bulk-{i}.md") for i in range(30)],
+                        source="kingdoms", bulk=True)
+    assert report.failed == 0, report.errors
+    with psycopg.connect(url) as conn:
+        stored = conn.execute("select count(*) from sag.documents where uri like 'bulk-%'").fetchone()
+        indexes = conn.execute("select count(*) from pg_indexes where schemaname = 'sag' "
+                               "and indexname like '%_embedding_hnsw'").fetchone()
+        on_workers = conn.execute("select count(distinct result) from run_command_on_workers("
+                                  "$$select count(*) from pg_indexes where schemaname = 'sag' "
+                                  "and indexname like '%embedding_hnsw%'$$) where success").fetchone()
+    assert stored == (30,)
+    assert indexes == (3,)  # the distributed tables' indexes, by their names on the coordinator
+    assert on_workers is not None and on_workers[0] >= 1
+
+
 def test_the_cli_searches_the_distributed_schema(clusters: tuple[str, SAG], tmp_path: Path) -> None:
     """`sag-pg search` on a coordinator: the answer, no error (parity with one node: test_search_parity)."""
     import os
@@ -268,8 +288,9 @@ def test_the_cli_searches_the_distributed_schema(clusters: tuple[str, SAG], tmp_
 
 def test_a_worker_added_and_rebalanced_onto_during_reads_and_writes_changes_nothing(
         clusters: tuple[str, SAG]) -> None:
-    """A third worker joins and shards move while one-source reads and an ingest loop run: no error, every read
-    sees what it saw before, and the database holds what it held plus what was written meanwhile."""
+    """A third worker joins and shards move while one-source reads, a search and an ingest loop run: no error,
+    every read and search sees what it saw before (and after), and the database holds what it held plus what
+    was written meanwhile."""
     import threading
 
     from sag_pg.db import citus_local
@@ -282,16 +303,20 @@ def test_a_worker_added_and_rebalanced_onto_during_reads_and_writes_changes_noth
     read = ("select s.name, count(*), sum(length(d.content)), sum(c.token_count) from sag.documents d "
             "join sag.sources s on s.id = d.source_id join sag.chunks c on c.source_id = d.source_id "
             "and c.document_id = d.id where d.source_id = %s and d.uri not like 'during-%%' group by s.name")
+    # and a search of a source no one writes to (the answers of sag.search, scores included)
+    search = "select document, content, score from sag.search('Who founded Halvard Systems?', source => 'tech')"
     with psycopg.connect(url) as conn:
         sources = [i for (i,) in conn.execute("select id from sag.sources order by id").fetchall()]
         expected = {i: conn.execute(read, [i]).fetchall() for i in sources}
+        answer = conn.execute(search).fetchall()
+    assert answer
     before = _content(url)
     errors: list[str] = []
-    reads = writes = 0
+    reads = writes = searches = 0
     stop = threading.Event()
 
     def reader() -> None:
-        nonlocal reads
+        nonlocal reads, searches
         with psycopg.connect(url, autocommit=True) as conn:
             while not stop.is_set():
                 for i in sources:
@@ -303,6 +328,14 @@ def test_a_worker_added_and_rebalanced_onto_during_reads_and_writes_changes_noth
                     if got != expected[i]:
                         errors.append(f"read {i}: {got} != {expected[i]}")
                     reads += 1
+                try:
+                    found = conn.execute(search).fetchall()
+                except psycopg.Error as exc:
+                    errors.append(f"search: {exc}")
+                    continue
+                if found != answer:
+                    errors.append(f"search: {found} != {answer}")
+                searches += 1
 
     def writer() -> None:
         nonlocal writes
@@ -329,7 +362,9 @@ def test_a_worker_added_and_rebalanced_onto_during_reads_and_writes_changes_noth
         for t in threads:
             t.join()
         assert errors == []
-        assert reads > 0 and writes > 0
+        assert reads > 0 and writes > 0 and searches > 0
+        with psycopg.connect(url) as conn:
+            assert conn.execute(search).fetchall() == answer  # after the move too
         assert on_new is not None and on_new[0] > 0
         after = _content(url)
         during = {f"during-{n}.md" for n in range(writes)}

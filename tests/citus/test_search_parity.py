@@ -232,14 +232,14 @@ def test_a_one_source_search_runs_on_the_worker_holding_the_source(
     sag.record_recalls = False
     try:
         for source in SOURCES:
-            runs = {"sag": lambda: sag.search(QUESTIONS[0], source=source),
-                    "dataflow": lambda: sag.search(QUESTIONS[2], source=source, strategy="dataflow"),
-                    "local": lambda: sag.local_context(QUESTIONS[0], source=source),
-                    "recall": lambda: sag.recall("Steve Wozniak Apple II", source=source),
-                    "psql": lambda: _psql_search(sag, QUESTIONS[1], source)}
+            runs = {"sag": lambda s: sag.search(QUESTIONS[0], source=s),
+                    "dataflow": lambda s: sag.search(QUESTIONS[2], source=s, strategy="dataflow"),
+                    "local": lambda s: sag.local_context(QUESTIONS[0], source=s),
+                    "recall": lambda s: sag.recall("Steve Wozniak Apple II", source=s),
+                    "psql": lambda s: _psql_search(sag, QUESTIONS[1], s)}
             for name, run in runs.items():
                 remote_commands.clear()
-                run()
+                run(source)
                 reached = {node for node, _ in remote_commands} - {coordinator[0] if coordinator else ""}
                 elsewhere = [text for node, text in remote_commands if node not in (placement[source], coordinator)]
                 assert reached == {placement[source]}, (source, name, placement, elsewhere[:5])

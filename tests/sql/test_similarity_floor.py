@@ -222,7 +222,7 @@ def test_named_matches_are_the_page_about_or_the_best_chunk_of_each_named_key(db
     chunks = _candidates(db_conn, {c1: 0.3, c2: 0.5, c3: 0.9})  # weight_init
 
     def named(keys: list[int]) -> list[int]:
-        return db_conn.execute("select sag_internal._named_matches(%s, %s, %s, %s)", [*chunks, keys]).fetchone()[0]
+        return db_conn.execute("select sag_internal._named_matches(%s, %s, %s, %s, %s)", [*chunks, keys, [s]]).fetchone()[0]
 
     # Ada: c2 (0.5) beats c1 (0.3); Babbage: c3 (0.9) beats c2; best first.  Lovelace's only chunk is no
     # candidate; a chunk best for two keys comes once.
@@ -252,8 +252,8 @@ def test_bridge_match_follows_the_best_passages_strongest_unnamed_key(db_conn: p
     chunks = _candidates(db_conn, {anchor: 0.9, sibling: 0.95, o1: 0.4, o2: 0.6, t1: 0.8})
 
     def bridge(keys: dict[int, float], named: list[int], start_chunk: int | None = anchor) -> int | None:
-        return db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s, %s, %s)",
-                               [*chunks, start_chunk, list(keys), list(keys.values()), named]).fetchone()[0]
+        return db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s, %s, %s, %s)",
+                               [*chunks, start_chunk, list(keys), list(keys.values()), named, [s]]).fetchone()[0]
 
     # Key-final: Humbert 0.5 (named), Eagles 0.3, NFL 0.2, Tigers 0.4 (not in the anchor).  The strongest unnamed
     # key of the anchor is Eagles; its best chunk outside start.md is o2 (0.6 beats o1's 0.4; the sibling's
@@ -285,8 +285,8 @@ def test_bridge_match_prefers_the_page_about_the_key(db_conn: psycopg.Connection
     g.links(g.event(in_team, "e", (1, 0, 0)), eagles)
 
     def bridge(weights: dict[int, float]) -> int | None:
-        return db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s, %s, %s)",
-                               [*_candidates(db_conn, weights), anchor, [humbert, eagles], [0.6, 0.4], [humbert]]
+        return db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s, %s, %s, %s)",
+                               [*_candidates(db_conn, weights), anchor, [humbert, eagles], [0.6, 0.4], [humbert], [s]]
                                ).fetchone()[0]
 
     # The season's page weighs more, but the page titled with the key's name is about it: the bridge.
@@ -300,9 +300,9 @@ def test_bridge_match_prefers_the_page_about_the_key(db_conn: psycopg.Connection
     g.links(g.event(anchor, "e", (1, 0, 0)), coach)
     g.links(g.event(about_coach, "e", (1, 0, 0)), coach)
     weights = {anchor: 0.9, in_season: 0.7, in_team: 0.2, about_coach: 0.1}
-    assert db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s, %s, %s)",
+    assert db_conn.execute("select sag_internal._bridge_match(%s, %s, %s, %s, %s, %s, %s, %s)",
                            [*_candidates(db_conn, weights), anchor, [humbert, eagles, coach], [0.6, 0.4, 0.1],
-                            [humbert]]).fetchone()[0] == about_coach
+                            [humbert], [s]]).fetchone()[0] == about_coach
 
 
 def test_second_bridge_is_the_page_about_the_next_key(db_conn: psycopg.Connection) -> None:
@@ -323,8 +323,8 @@ def test_second_bridge_is_the_page_about_the_next_key(db_conn: psycopg.Connectio
     keys = {film: 0.5, studio: 0.4, director: 0.3, actor: 0.2}
 
     def second(first: int | None, named: list[int]) -> int | None:
-        return db_conn.execute("select sag_internal._second_bridge(%s, %s, %s, %s, %s, %s, %s, %s)",
-                               [*chunks, anchor, list(keys), list(keys.values()), named, first]).fetchone()[0]
+        return db_conn.execute("select sag_internal._second_bridge(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                               [*chunks, anchor, list(keys), list(keys.values()), named, first, [s]]).fetchone()[0]
 
     # The first bridge took the director's page: the next key with a page about it is the actor, whatever
     # the heavier chunk that only mentions the studio.
