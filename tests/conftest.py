@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -58,20 +60,87 @@ def db_conn(db_dsn: str) -> Iterator[psycopg.Connection]:
         yield conn
 
 
+def _admin() -> psycopg.Connection:
+    return psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True)
+
+
+def _drop_database(admin: psycopg.Connection, name: str) -> None:
+    admin.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = %s and pid <> "
+                  "pg_backend_pid()", [name])
+    admin.execute(psycopg.sql.SQL("drop database if exists {}").format(psycopg.sql.Identifier(name)))
+
+
+def _create_database(name: str, template: str | None = None) -> str:
+    """A new database (a copy of ``template``, whose connections are ended first); its DSN."""
+    with _admin() as admin:
+        _drop_database(admin, name)
+        if template is None:
+            admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
+        else:
+            admin.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = %s", [template])
+            admin.execute(psycopg.sql.SQL("create database {} template {}").format(
+                psycopg.sql.Identifier(name), psycopg.sql.Identifier(template)))
+    return SERVER.dsn(name)
+
+
 @pytest.fixture
-def empty_db_dsn(_fresh_db: psycopg.Connection) -> str:
+def empty_db_dsn() -> Iterator[str]:
     """DSN of a fresh database with nothing in it (not even the vector extension)."""
-    name = f"{_fresh_db.info.dbname}_empty"
-    with psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True) as admin:
-        admin.execute(psycopg.sql.SQL("drop database if exists {}").format(psycopg.sql.Identifier(name)))
-        admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
-    yield SERVER.dsn(name)
-    with psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True) as admin:
-        admin.execute(
-            "select pg_terminate_backend(pid) from pg_stat_activity where datname = %s and pid <> pg_backend_pid()",
-            [name],
-        )
-        admin.execute(psycopg.sql.SQL("drop database if exists {}").format(psycopg.sql.Identifier(name)))
+    name = f"{TEMPLATE_DB}_empty"
+    yield _create_database(name)
+    with _admin() as admin:
+        _drop_database(admin, name)
+
+
+class CorpusDatabases:
+    """Databases filled once per session (a corpus ingested into a copy of the migrated template), of which
+    each test gets a fresh copy (``CREATE DATABASE … TEMPLATE``): the same rows as its own ingest would give,
+    without ingesting the corpus again for every test."""
+
+    def __init__(self, migrated: str) -> None:
+        self.migrated = migrated
+        self.built: dict[str, str] = {}
+
+    def copy(self, name: str, fill: Callable[[str], None]) -> str:
+        """DSN of a fresh copy of corpus ``name``, which ``fill(dsn)`` makes (once) in a migrated database."""
+        if name not in self.built:
+            filled = f"{TEMPLATE_DB}_corpus_{name}"
+            fill(_create_database(filled, self.migrated))
+            self.built[name] = filled
+        return _create_database(f"{TEMPLATE_DB}_copy", self.built[name])
+
+    def drop_copy(self) -> None:
+        with _admin() as admin:
+            _drop_database(admin, f"{TEMPLATE_DB}_copy")
+
+    def drop_all(self) -> None:
+        with _admin() as admin:
+            for name in self.built.values():
+                _drop_database(admin, name)
+
+
+@pytest.fixture(scope="session")
+def corpus_databases(postgresql_sag) -> Iterator[CorpusDatabases]:  # type: ignore[no-untyped-def]
+    databases = CorpusDatabases(postgresql_sag.template_dbname)
+    yield databases
+    databases.drop_all()
+
+
+def _fill_demo(dsn: str) -> None:
+    from sag_pg import SAG, Settings
+    from sag_pg.demo import DEMO_SOURCE, demo_paths
+
+    with tempfile.TemporaryDirectory() as home, SAG(settings=Settings(database_url=dsn, home=Path(home))) as client:
+        report = client.ingest_files(demo_paths(), source=DEMO_SOURCE)
+    assert not report.failed, report.errors
+
+
+@pytest.fixture
+def demo_dsn(corpus_databases: CorpusDatabases) -> Iterator[str]:
+    """DSN of a fresh migrated database holding the demo corpus in source ``demo`` (ingested with the offline
+    defaults, as ``sag-pg demo`` does), a copy of one ingested once per session."""
+    yield corpus_databases.copy("demo", _fill_demo)
+    corpus_databases.drop_copy()
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from mcp.types import CallToolResult
 
 from sag_pg import SAG, Settings
 from sag_pg.cli import cli
-from sag_pg.demo import DEMO_QUERIES, DEMO_SOURCE, demo_paths
+from sag_pg.demo import DEMO_QUERIES, DEMO_SOURCE
 from sag_pg.mcp import Policy, RefusedError
 from sag_pg.mcp.server import build_server
 
@@ -298,13 +298,6 @@ def test_policy() -> None:
 
 
 # -- the same documents as `sag-pg search --json` -----------------------------------------------------------
-
-
-@pytest.fixture
-def demo_dsn(db_dsn: str, tmp_path: Path) -> str:
-    with SAG(settings=Settings(database_url=db_dsn, home=tmp_path / "home")) as client:
-        client.ingest_files(demo_paths(), source=DEMO_SOURCE)
-    return db_dsn
 
 
 def _env(dsn: str, tmp_path: Path) -> dict[str, str]:
