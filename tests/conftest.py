@@ -1,10 +1,11 @@
-"""Fixtures: one real PostgreSQL server per test session, a migrated template, a fresh copy per test."""
+"""Fixtures: one real PostgreSQL server per test session, a migrated template, a fresh copy per test
+(tests/databases.py), corpus databases ingested once per session and copied per test."""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -15,6 +16,7 @@ from pytest_postgresql import factories
 from sag_pg.db import migrate
 
 from . import pg
+from .databases import CorpusDatabases, FreshDatabases, Server
 from .pg import server_params
 
 pytest_plugins = ["tests.openai_server"]
@@ -22,6 +24,7 @@ pytest_plugins = ["tests.openai_server"]
 SERVER = server_params()
 # Unique per pytest process, so several sessions (developers, CI) can share one server.
 TEMPLATE_DB = f"sag_test_{os.getpid()}"
+DATABASES = Server(SERVER)
 
 
 def _migrate_template(
@@ -40,16 +43,21 @@ postgresql_sag = factories.postgresql_noproc(
     maintenance_dbname=SERVER.maintenance_db,
     load=[_migrate_template],
 )
-_fresh_db = factories.postgresql("postgresql_sag")
+
+
+@pytest.fixture(scope="session")
+def _fresh_databases(postgresql_sag) -> Iterator[FreshDatabases]:  # type: ignore[no-untyped-def]
+    fresh = FreshDatabases(DATABASES, postgresql_sag.template_dbname, TEMPLATE_DB)
+    yield fresh
+    fresh.close()
 
 
 @pytest.fixture
-def db_dsn(_fresh_db: psycopg.Connection) -> str:
+def db_dsn(_fresh_databases: FreshDatabases) -> Iterator[str]:
     """DSN of a fresh, fully migrated database (a copy of the session's template)."""
-    info = _fresh_db.info
-    return psycopg.conninfo.make_conninfo(
-        host=info.host, port=info.port, user=info.user, dbname=info.dbname, password=SERVER.password or None
-    )
+    name = _fresh_databases.take()
+    yield DATABASES.dsn(name)
+    _fresh_databases.give_back(name)
 
 
 @pytest.fixture
@@ -60,68 +68,20 @@ def db_conn(db_dsn: str) -> Iterator[psycopg.Connection]:
         yield conn
 
 
-def _admin() -> psycopg.Connection:
-    return psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True)
-
-
-def _drop_database(admin: psycopg.Connection, name: str) -> None:
-    admin.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = %s and pid <> "
-                  "pg_backend_pid()", [name])
-    admin.execute(psycopg.sql.SQL("drop database if exists {}").format(psycopg.sql.Identifier(name)))
-
-
-def _create_database(name: str, template: str | None = None) -> str:
-    """A new database (a copy of ``template``, whose connections are ended first); its DSN."""
-    with _admin() as admin:
-        _drop_database(admin, name)
-        if template is None:
-            admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
-        else:
-            admin.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = %s", [template])
-            admin.execute(psycopg.sql.SQL("create database {} template {}").format(
-                psycopg.sql.Identifier(name), psycopg.sql.Identifier(template)))
-    return SERVER.dsn(name)
-
-
 @pytest.fixture
 def empty_db_dsn() -> Iterator[str]:
     """DSN of a fresh database with nothing in it (not even the vector extension)."""
     name = f"{TEMPLATE_DB}_empty"
-    yield _create_database(name)
-    with _admin() as admin:
-        _drop_database(admin, name)
-
-
-class CorpusDatabases:
-    """Databases filled once per session (a corpus ingested into a copy of the migrated template), of which
-    each test gets a fresh copy (``CREATE DATABASE … TEMPLATE``): the same rows as its own ingest would give,
-    without ingesting the corpus again for every test."""
-
-    def __init__(self, migrated: str) -> None:
-        self.migrated = migrated
-        self.built: dict[str, str] = {}
-
-    def copy(self, name: str, fill: Callable[[str], None]) -> str:
-        """DSN of a fresh copy of corpus ``name``, which ``fill(dsn)`` makes (once) in a migrated database."""
-        if name not in self.built:
-            filled = f"{TEMPLATE_DB}_corpus_{name}"
-            fill(_create_database(filled, self.migrated))
-            self.built[name] = filled
-        return _create_database(f"{TEMPLATE_DB}_copy", self.built[name])
-
-    def drop_copy(self) -> None:
-        with _admin() as admin:
-            _drop_database(admin, f"{TEMPLATE_DB}_copy")
-
-    def drop_all(self) -> None:
-        with _admin() as admin:
-            for name in self.built.values():
-                _drop_database(admin, name)
+    with DATABASES.admin() as admin:
+        dsn = DATABASES.create(admin, name)
+    yield dsn
+    with DATABASES.admin() as admin:
+        DATABASES.drop(admin, name)
 
 
 @pytest.fixture(scope="session")
 def corpus_databases(postgresql_sag) -> Iterator[CorpusDatabases]:  # type: ignore[no-untyped-def]
-    databases = CorpusDatabases(postgresql_sag.template_dbname)
+    databases = CorpusDatabases(DATABASES, postgresql_sag.template_dbname, TEMPLATE_DB)
     yield databases
     databases.drop_all()
 
@@ -140,7 +100,7 @@ def demo_dsn(corpus_databases: CorpusDatabases) -> Iterator[str]:
     """DSN of a fresh migrated database holding the demo corpus in source ``demo`` (ingested with the offline
     defaults, as ``sag-pg demo`` does), a copy of one ingested once per session."""
     yield corpus_databases.copy("demo", _fill_demo)
-    corpus_databases.drop_copy()
+    corpus_databases.drop_copy("demo")
 
 
 @pytest.fixture

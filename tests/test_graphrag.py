@@ -25,7 +25,7 @@ from sag_pg.graphrag import DriftParams, GlobalParams
 from sag_pg.graphrag.reports import extractive_report, size_rating
 from sag_pg.llm.openai_llm import OpenAILLM
 
-from .conftest import CorpusDatabases
+from .databases import CorpusDatabases
 from .openai_server import FakeOpenAIServer, Scripted
 
 TECH = [p for p in demo_paths() if p.parent.name == "tech-company"]
@@ -42,7 +42,7 @@ def tech_dsn(corpus_databases: CorpusDatabases) -> Iterator[str]:
     """A fresh database holding the demo's tech-company documents in source demo and their community hierarchy
     (a copy of one built once per session)."""
     yield corpus_databases.copy("tech-communities", _fill_tech)
-    corpus_databases.drop_copy()
+    corpus_databases.drop_copy("tech-communities")
 
 
 @pytest.fixture
