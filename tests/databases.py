@@ -76,7 +76,10 @@ class FreshDatabases:
         admin: psycopg.Connection | None = None
         while (job := self._work.get()) is not None:
             action, name = job
-            for attempt in (1, 2):  # a test that crashes the server ends this connection too: a new one
+            # A server restarting (a crashed backend) ends this connection and refuses new ones for a while:
+            # retried for a minute with a new connection, as pytest-postgresql's janitor does.
+            deadline = time.monotonic() + 60
+            while True:
                 try:
                     if admin is None or admin.closed or admin.broken:
                         admin = self.server.admin()
@@ -87,8 +90,9 @@ class FreshDatabases:
                         self.server.drop(admin, name)
                     break
                 except psycopg.OperationalError:
-                    if attempt == 2:
+                    if time.monotonic() > deadline:
                         self._failed(action, name, traceback.format_exc())
+                        break
                     time.sleep(1)
                 except Exception:  # noqa: BLE001 (told to the test that waits for this database, or at the end)
                     self._failed(action, name, traceback.format_exc())
