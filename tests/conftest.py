@@ -1,9 +1,12 @@
-"""Fixtures: one real PostgreSQL server per test session, a migrated template, a fresh copy per test."""
+"""Fixtures: one real PostgreSQL server per test session, a migrated template, a fresh copy per test
+(tests/databases.py), corpus databases ingested once per session and copied per test."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -13,6 +16,7 @@ from pytest_postgresql import factories
 from sag_pg.db import migrate
 
 from . import pg
+from .databases import CorpusDatabases, FreshDatabases, Server
 from .pg import server_params
 
 pytest_plugins = ["tests.openai_server"]
@@ -20,6 +24,7 @@ pytest_plugins = ["tests.openai_server"]
 SERVER = server_params()
 # Unique per pytest process, so several sessions (developers, CI) can share one server.
 TEMPLATE_DB = f"sag_test_{os.getpid()}"
+DATABASES = Server(SERVER)
 
 
 def _migrate_template(
@@ -38,16 +43,21 @@ postgresql_sag = factories.postgresql_noproc(
     maintenance_dbname=SERVER.maintenance_db,
     load=[_migrate_template],
 )
-_fresh_db = factories.postgresql("postgresql_sag")
+
+
+@pytest.fixture(scope="session")
+def _fresh_databases(postgresql_sag) -> Iterator[FreshDatabases]:  # type: ignore[no-untyped-def]
+    fresh = FreshDatabases(DATABASES, postgresql_sag.template_dbname, TEMPLATE_DB)
+    yield fresh
+    fresh.close()
 
 
 @pytest.fixture
-def db_dsn(_fresh_db: psycopg.Connection) -> str:
+def db_dsn(_fresh_databases: FreshDatabases) -> Iterator[str]:
     """DSN of a fresh, fully migrated database (a copy of the session's template)."""
-    info = _fresh_db.info
-    return psycopg.conninfo.make_conninfo(
-        host=info.host, port=info.port, user=info.user, dbname=info.dbname, password=SERVER.password or None
-    )
+    name = _fresh_databases.take()
+    yield DATABASES.dsn(name)
+    _fresh_databases.give_back(name)
 
 
 @pytest.fixture
@@ -59,19 +69,38 @@ def db_conn(db_dsn: str) -> Iterator[psycopg.Connection]:
 
 
 @pytest.fixture
-def empty_db_dsn(_fresh_db: psycopg.Connection) -> str:
+def empty_db_dsn() -> Iterator[str]:
     """DSN of a fresh database with nothing in it (not even the vector extension)."""
-    name = f"{_fresh_db.info.dbname}_empty"
-    with psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True) as admin:
-        admin.execute(psycopg.sql.SQL("drop database if exists {}").format(psycopg.sql.Identifier(name)))
-        admin.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
-    yield SERVER.dsn(name)
-    with psycopg.connect(SERVER.dsn(SERVER.maintenance_db), autocommit=True) as admin:
-        admin.execute(
-            "select pg_terminate_backend(pid) from pg_stat_activity where datname = %s and pid <> pg_backend_pid()",
-            [name],
-        )
-        admin.execute(psycopg.sql.SQL("drop database if exists {}").format(psycopg.sql.Identifier(name)))
+    name = f"{TEMPLATE_DB}_empty"
+    with DATABASES.admin() as admin:
+        dsn = DATABASES.create(admin, name)
+    yield dsn
+    with DATABASES.admin() as admin:
+        DATABASES.drop(admin, name)
+
+
+@pytest.fixture(scope="session")
+def corpus_databases(postgresql_sag) -> Iterator[CorpusDatabases]:  # type: ignore[no-untyped-def]
+    databases = CorpusDatabases(DATABASES, postgresql_sag.template_dbname, TEMPLATE_DB)
+    yield databases
+    databases.drop_all()
+
+
+def _fill_demo(dsn: str) -> None:
+    from sag_pg import SAG, Settings
+    from sag_pg.demo import DEMO_SOURCE, demo_paths
+
+    with tempfile.TemporaryDirectory() as home, SAG(settings=Settings(database_url=dsn, home=Path(home))) as client:
+        report = client.ingest_files(demo_paths(), source=DEMO_SOURCE)
+    assert not report.failed, report.errors
+
+
+@pytest.fixture
+def demo_dsn(corpus_databases: CorpusDatabases) -> Iterator[str]:
+    """DSN of a fresh migrated database holding the demo corpus in source ``demo`` (ingested with the offline
+    defaults, as ``sag-pg demo`` does), a copy of one ingested once per session."""
+    yield corpus_databases.copy("demo", _fill_demo)
+    corpus_databases.drop_copy("demo")
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ def server_params() -> ServerParams:
     if not url:
         started_here = not embedded.is_running(TEST_HOME / "server")
         url = embedded.ensure_server(TEST_HOME / "server")
+        _no_durability(url)
     info = conninfo_to_dict(url)
     return ServerParams(
         host=str(info.get("host") or "localhost"),
@@ -46,3 +47,14 @@ def server_params() -> ServerParams:
         password=info.get("password"),  # type: ignore[arg-type]
         maintenance_db=str(info.get("dbname") or "postgres"),
     )
+
+
+def _no_durability(url: str) -> None:
+    """The private test server's databases are thrown away: it does not fsync (a database copy per test, each
+    commit).  Crashes of PostgreSQL processes (tests kill backends and servers) lose nothing without fsync;
+    only the machine's crash would.  The servers tests start in their own homes keep sag-pg's settings."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("select setting from pg_settings where name = 'fsync'").fetchone() == ("on",):
+            conn.execute("alter system set fsync = off")
+            conn.execute("alter system set full_page_writes = off")
+            conn.execute("select pg_reload_conf()")

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
-from sag_pg import SAG, NotFoundError, QueryError
+from sag_pg import SAG, NotFoundError, QueryError, Settings
 from sag_pg.db.documents import DocumentInfo, KeyView
+
+from .databases import CorpusDatabases
 
 HALVARD = """# Halvard Foods
 
@@ -18,12 +24,19 @@ In 1999 Ingrid Halvard opened a second plant in Oslo. Kepler Labs bought Halvard
 OSLO = "Oslo is the capital of Norway.\n"
 
 
+def _fill_nordic(dsn: str) -> None:
+    with tempfile.TemporaryDirectory() as home, SAG(settings=Settings(database_url=dsn, home=Path(home))) as sag:
+        sag.ingest_text(HALVARD, uri="notes/halvard.md", title="Halvard", source="nordic")
+        sag.ingest_text(OSLO, uri="notes/oslo.md", title="Oslo", source="nordic")
+        sag.ingest_text(OSLO, uri="oslo.md", title="Oslo", source="other")
+
+
 @pytest.fixture
-def nordic(sag: SAG) -> SAG:
-    sag.ingest_text(HALVARD, uri="notes/halvard.md", title="Halvard", source="nordic")
-    sag.ingest_text(OSLO, uri="notes/oslo.md", title="Oslo", source="nordic")
-    sag.ingest_text(OSLO, uri="oslo.md", title="Oslo", source="other")
-    return sag
+def nordic(corpus_databases: CorpusDatabases, tmp_path: Path) -> Iterator[SAG]:
+    """Two documents in source nordic, one of them again in source other: a client on a fresh copy of a
+    database filled once per session."""
+    with corpus_databases.client("nordic", _fill_nordic, tmp_path / "unused-home") as sag:
+        yield sag
 
 
 def test_documents_lists_with_counts_filters_and_pages(nordic: SAG) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,14 +17,15 @@ from sag_pg import SAG, QueryError, Settings
 from sag_pg.cli import cli
 from sag_pg.dataflow import DataflowParams
 
+from .databases import CorpusDatabases, ingest_texts
 from .test_search import DOCS
 
 
 @pytest.fixture
-def library(sag: SAG) -> SAG:
-    for uri, text in DOCS.items():
-        sag.ingest_text(text, uri=uri)
-    return sag
+def library(corpus_databases: CorpusDatabases, tmp_path: Path) -> Iterator[SAG]:
+    """test_search's library: DOCS in source default (a copy of a database filled once per session)."""
+    with corpus_databases.client("library", ingest_texts(DOCS), tmp_path / "unused-home") as sag:
+        yield sag
 
 
 def test_dataflow_finds_the_document_and_explains(library: SAG) -> None:

@@ -3,16 +3,21 @@ has all its expected documents among the top 5 chunks of a fast search."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
-from sag_pg.demo import DEMO_QUERIES, DEMO_SOURCE, demo_paths
+from sag_pg import SAG, Settings
+from sag_pg.demo import DEMO_QUERIES, DEMO_SOURCE
 
 
 @pytest.fixture
-def demo_sag(sag):  # type: ignore[no-untyped-def]
-    report = sag.ingest_files(demo_paths(), source=DEMO_SOURCE)
-    assert not report.failed
-    return sag
+def demo_sag(demo_dsn: str, tmp_path: Path) -> Iterator[SAG]:
+    """A client on the demo corpus as `sag-pg demo` ingests it (demo_paths() into source demo, offline
+    defaults: conftest's demo_dsn, every file ingested without failure)."""
+    with SAG(settings=Settings(database_url=demo_dsn, home=tmp_path / "unused-home")) as client:
+        yield client
 
 
 def test_every_demo_question_finds_its_documents(demo_sag) -> None:  # type: ignore[no-untyped-def]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +25,29 @@ from sag_pg.graphrag import DriftParams, GlobalParams
 from sag_pg.graphrag.reports import extractive_report, size_rating
 from sag_pg.llm.openai_llm import OpenAILLM
 
+from .databases import CorpusDatabases
 from .openai_server import FakeOpenAIServer, Scripted
 
 TECH = [p for p in demo_paths() if p.parent.name == "tech-company"]
 
 
+def _fill_tech(dsn: str) -> None:
+    with tempfile.TemporaryDirectory() as home, SAG(settings=Settings(database_url=dsn, home=Path(home))) as sag:
+        sag.ingest_files(TECH, source="demo")  # the English half of the demo corpus keeps the tests quick
+        sag.build_communities(EventSelection(source="demo"))
+
+
 @pytest.fixture
-def demo(db_dsn: str, tmp_path: Path) -> SAG:
-    sag = SAG(settings=Settings(database_url=db_dsn, home=tmp_path / "home"))
-    sag.ingest_files(TECH, source="demo")  # the English half of the demo corpus keeps the tests quick
-    sag.build_communities(EventSelection(source="demo"))
-    return sag
+def tech_dsn(corpus_databases: CorpusDatabases) -> Iterator[str]:
+    """A fresh database holding the demo's tech-company documents in source demo and their community hierarchy
+    (a copy of one built once per session)."""
+    yield corpus_databases.copy("tech-communities", _fill_tech)
+    corpus_databases.drop_copy("tech-communities")
+
+
+@pytest.fixture
+def demo(tech_dsn: str, tmp_path: Path) -> SAG:
+    return SAG(settings=Settings(database_url=tech_dsn, home=tmp_path / "home"))
 
 
 def rows(dsn: str, query: str, args: list[Any] | None = None) -> list[tuple[Any, ...]]:
@@ -67,10 +81,10 @@ def test_extractive_report_findings_follow_the_top_keys() -> None:
 # -- the hierarchy, offline ------------------------------------------------------------------------------
 
 
-def test_hierarchy_levels_nest_and_every_community_has_a_report(demo: SAG, db_dsn: str) -> None:
-    run = rows(db_dsn, "select sag.hierarchy_run('demo')")[0][0]
-    events = rows(db_dsn, "select count(*) from sag.events")[0][0]
-    levels = rows(db_dsn, "select level, communities, events, reports, llm_reports from sag.hierarchy_levels(%s)",
+def test_hierarchy_levels_nest_and_every_community_has_a_report(demo: SAG, tech_dsn: str) -> None:
+    run = rows(tech_dsn, "select sag.hierarchy_run('demo')")[0][0]
+    events = rows(tech_dsn, "select count(*) from sag.events")[0][0]
+    levels = rows(tech_dsn, "select level, communities, events, reports, llm_reports from sag.hierarchy_levels(%s)",
                   [run])
     assert len(levels) >= 2
     for level, count, held, reports, llm in levels:
@@ -78,33 +92,33 @@ def test_hierarchy_levels_nest_and_every_community_has_a_report(demo: SAG, db_ds
         assert llm == 0
     assert [lv[1] for lv in levels] == sorted(lv[1] for lv in levels)  # finer levels have more communities
     # Each community's events lie inside its parent's.
-    outside = rows(db_dsn, """
+    outside = rows(tech_dsn, """
         select count(*) from sag.clusters c join sag.cluster_events ce on ce.cluster_id = c.id
          where c.run_id = %s and c.parent_id is not null
            and not exists (select 1 from sag.cluster_events p where p.cluster_id = c.parent_id
                             and p.event_id = ce.event_id)""", [run])[0][0]
     assert outside == 0
-    assert rows(db_dsn, "select count(*) from sag.clusters where run_id = %s and level > 0 and parent_id is null",
+    assert rows(tech_dsn, "select count(*) from sag.clusters where run_id = %s and level > 0 and parent_id is null",
                 [run])[0][0] == 0
     # Communities of two or more events have an extractive report; the largest of level 0 is rated 10.
-    missing = rows(db_dsn, "select count(*) from sag.clusters c where c.run_id = %s and c.size >= 2 and not exists "
+    missing = rows(tech_dsn, "select count(*) from sag.clusters c where c.run_id = %s and c.size >= 2 and not exists "
                            "(select 1 from sag.community_reports r where r.cluster_id = c.id)", [run])[0][0]
     assert missing == 0
-    top = rows(db_dsn, "select r.kind, r.rating from sag.clusters c join sag.community_reports r on r.cluster_id = c.id "
+    top = rows(tech_dsn, "select r.kind, r.rating from sag.clusters c join sag.community_reports r on r.cluster_id = c.id "
                        "where c.run_id = %s and c.level = 0 order by c.size desc, c.ordinal limit 1", [run])
     assert top == [("extractive", 10.0)]
 
 
-def test_rebuild_reuses_reports_of_unchanged_communities(demo: SAG, db_dsn: str) -> None:
-    reported = rows(db_dsn, "select count(*) from sag.community_reports")[0][0]
+def test_rebuild_reuses_reports_of_unchanged_communities(demo: SAG, tech_dsn: str) -> None:
+    reported = rows(tech_dsn, "select count(*) from sag.community_reports")[0][0]
     again = demo.build_communities(EventSelection(source="demo"))
     assert (again.reports_written, again.reports_reused, again.removed_runs) == (0, reported, 1)
-    assert rows(db_dsn, "select count(*) from sag.cluster_runs where params->>'kind' = 'hierarchy'")[0][0] == 1
+    assert rows(tech_dsn, "select count(*) from sag.cluster_runs where params->>'kind' = 'hierarchy'")[0][0] == 1
     # A changed corpus: only the communities whose membership changed get a new report.
     demo.delete_document(str(next(p for p in TECH if p.name == "pixar.md").resolve()), source="demo")
     changed = demo.build_communities(EventSelection(source="demo"))
     assert changed.reports_written >= 1 and changed.reports_reused >= 1
-    stale = rows(db_dsn, "select count(*) from sag.clusters c join sag.community_reports r on r.cluster_id = c.id "
+    stale = rows(tech_dsn, "select count(*) from sag.clusters c join sag.community_reports r on r.cluster_id = c.id "
                          "where r.membership_hash <> c.membership_hash")[0][0]
     assert stale == 0
 
@@ -126,9 +140,9 @@ def test_local_context_on_the_demo(demo: SAG) -> None:
     assert "Wozniak" in text
 
 
-def test_search_strategy_local_json_and_no_llm_errors(demo: SAG, db_dsn: str, tmp_path: Path,
+def test_search_strategy_local_json_and_no_llm_errors(demo: SAG, tech_dsn: str, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    env = {"SAG_DATABASE_URL": db_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "", "SAG_EMBEDDER": ""}
+    env = {"SAG_DATABASE_URL": tech_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "", "SAG_EMBEDDER": ""}
     runner = CliRunner()
     out = runner.invoke(cli, ["search", "Who designed the Apple II?", "--strategy", "local", "--json",
                               "--source", "demo"], env=env)
@@ -139,7 +153,7 @@ def test_search_strategy_local_json_and_no_llm_errors(demo: SAG, db_dsn: str, tm
 
     for mode in ("global", "drift", "local"):
         with pytest.raises(SystemExit) as exit_info:
-            main(["--dsn", db_dsn, "--llm", "", "ask", "What are the main themes?", "--mode", mode, "--source", "demo"])
+            main(["--dsn", tech_dsn, "--llm", "", "ask", "What are the main themes?", "--mode", mode, "--source", "demo"])
         assert exit_info.value.code == 1
         assert f"{mode} search needs an LLM: set SAG_LLM" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="SAG_LLM"):
@@ -183,8 +197,8 @@ def batch_ids(prompt: str) -> list[int]:
     return [int(line.split("|", 1)[0]) for line in table.splitlines()]
 
 
-def test_global_search_batches_within_the_budget(demo: SAG, db_dsn: str, openai_server: FakeOpenAIServer) -> None:
-    level0 = [r[0] for r in rows(db_dsn, "select id from sag.community_reports('demo', 0)")]
+def test_global_search_batches_within_the_budget(demo: SAG, tech_dsn: str, openai_server: FakeOpenAIServer) -> None:
+    level0 = [r[0] for r in rows(tech_dsn, "select id from sag.community_reports('demo', 0)")]
     budget = 400
 
     def respond(request: dict[str, Any]) -> Scripted:
@@ -204,7 +218,7 @@ def test_global_search_batches_within_the_budget(demo: SAG, db_dsn: str, openai_
     batches = answer.context["batches"]
     assert len(batches) >= 2
     assert sorted(i for b in batches for i in b["report_ids"]) == sorted(level0)  # each report once
-    with psycopg.connect(db_dsn) as conn:
+    with psycopg.connect(tech_dsn) as conn:
         for request in openai_server.requests[:-1]:
             prompt = request["messages"][-1]["content"]
             table = "-----Reports-----" + prompt.split("-----Reports-----", 1)[1].split("\n\nThe response", 1)[0]
@@ -220,9 +234,9 @@ def test_global_search_batches_within_the_budget(demo: SAG, db_dsn: str, openai_
     assert answer.to_dict()["llm_calls_categories"] == {"map": n, "reduce": 1}
 
 
-def test_global_search_malformed_json_is_retried_then_reported(demo: SAG, db_dsn: str,
+def test_global_search_malformed_json_is_retried_then_reported(demo: SAG, tech_dsn: str,
                                                               openai_server: FakeOpenAIServer) -> None:
-    first_batch = rows(db_dsn, "select report_ids from sag.report_batches('demo', 0, 400) where batch = 0")[0][0]
+    first_batch = rows(tech_dsn, "select report_ids from sag.report_batches('demo', 0, 400) where batch = 0")[0][0]
 
     def respond(request: dict[str, Any]) -> str:
         prompt = request["messages"][-1]["content"]
@@ -378,7 +392,7 @@ def test_no_hierarchy_and_bad_parameters_are_named_errors(db_dsn: str, tmp_path:
     assert openai_server.chat_count == 0
 
 
-def test_ask_cli_global_mode_prints_the_answer_and_its_tokens(demo: SAG, db_dsn: str, tmp_path: Path,
+def test_ask_cli_global_mode_prints_the_answer_and_its_tokens(demo: SAG, tech_dsn: str, tmp_path: Path,
                                                                openai_server: FakeOpenAIServer) -> None:
     def respond(request: dict[str, Any]) -> str:
         prompt = request["messages"][-1]["content"]
@@ -387,7 +401,7 @@ def test_ask_cli_global_mode_prints_the_answer_and_its_tokens(demo: SAG, db_dsn:
         return json.dumps({"points": [{"description": "Apple [Data: Reports (1)]", "score": 70}]})
 
     openai_server.responder = respond
-    env = {"SAG_DATABASE_URL": db_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "openai:fake",
+    env = {"SAG_DATABASE_URL": tech_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "openai:fake",
            "SAG_LLM_BASE_URL": openai_server.base_url, "SAG_EMBEDDER": ""}
     out = CliRunner().invoke(cli, ["ask", "Themes?", "--mode", "global", "--source", "demo", "--json"], env=env)
     assert out.exit_code == 0, out.output
@@ -399,12 +413,12 @@ def test_ask_cli_global_mode_prints_the_answer_and_its_tokens(demo: SAG, db_dsn:
     assert "Apple's story." in shown.output and "global mode" in shown.output
 
 
-def test_ask_cli_level_chooses_the_reports_global_search_reads(demo: SAG, db_dsn: str, tmp_path: Path,
+def test_ask_cli_level_chooses_the_reports_global_search_reads(demo: SAG, tech_dsn: str, tmp_path: Path,
                                                                openai_server: FakeOpenAIServer) -> None:
-    finest = rows(db_dsn, "select max(level) from sag.hierarchy_levels(sag.hierarchy_run('demo'))")[0][0]
+    finest = rows(tech_dsn, "select max(level) from sag.hierarchy_levels(sag.hierarchy_run('demo'))")[0][0]
     assert finest >= 1
-    wanted = sorted(r[0] for r in rows(db_dsn, "select id from sag.community_reports('demo', %s)", [finest]))
-    coarsest = {r[0] for r in rows(db_dsn, "select id from sag.community_reports('demo', 0)")}
+    wanted = sorted(r[0] for r in rows(tech_dsn, "select id from sag.community_reports('demo', %s)", [finest]))
+    coarsest = {r[0] for r in rows(tech_dsn, "select id from sag.community_reports('demo', 0)")}
     assert set(wanted) != coarsest
 
     def respond(request: dict[str, Any]) -> str:
@@ -414,7 +428,7 @@ def test_ask_cli_level_chooses_the_reports_global_search_reads(demo: SAG, db_dsn
         return json.dumps({"points": [{"description": "a point", "score": 50}]})
 
     openai_server.responder = respond
-    env = {"SAG_DATABASE_URL": db_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "openai:fake",
+    env = {"SAG_DATABASE_URL": tech_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "openai:fake",
            "SAG_LLM_BASE_URL": openai_server.base_url, "SAG_EMBEDDER": ""}
     runner = CliRunner()
     out = runner.invoke(cli, ["ask", "Themes?", "--mode", "global", "--level", str(finest), "--source", "demo",

@@ -18,7 +18,7 @@ from sag_pg.graphrag.global_search import GENERAL_KNOWLEDGE
 from sag_pg.graphrag.hierarchy import leiden_levels, parents
 
 from .openai_server import FakeOpenAIServer
-from .test_graphrag import batch_ids, demo, rows, with_llm  # noqa: F401  (demo is a fixture)
+from .test_graphrag import batch_ids, demo, rows, tech_dsn, with_llm  # noqa: F401  (demo, tech_dsn: fixtures)
 
 # -- the hierarchy ---------------------------------------------------------------------------------------------
 
@@ -52,13 +52,13 @@ def test_leiden_levels_partition_every_node_nest_and_repeat() -> None:
     assert len(whole) == 1 and sorted(map(len, whole[0])) == [1] + [5] * 8
 
 
-def test_communities_build_uses_hierarchical_leiden(demo: SAG, db_dsn: str) -> None:  # noqa: F811
-    params = rows(db_dsn, "select params from sag.cluster_runs where params->>'kind' = 'hierarchy'")[0][0]
+def test_communities_build_uses_hierarchical_leiden(demo: SAG, tech_dsn: str) -> None:  # noqa: F811
+    params = rows(tech_dsn, "select params from sag.cluster_runs where params->>'kind' = 'hierarchy'")[0][0]
     assert (params["method"], params["max_cluster_size"], params["leiden_seed"]) == ("leiden", 10, 0xDEADBEEF)
-    run = rows(db_dsn, "select sag.hierarchy_run('demo')")[0][0]
+    run = rows(tech_dsn, "select sag.hierarchy_run('demo')")[0][0]
     # A community of fewer than 10 events has one child, of the same events (its report reused); one of 10 or
     # more is split when Leiden finds a split (graspologic splits membership counts >= max_cluster_size).
-    pairs = rows(db_dsn, """
+    pairs = rows(tech_dsn, """
         select p.size, p.membership_hash, array_agg(c.membership_hash)
           from sag.clusters p join sag.clusters c on c.parent_id = p.id
          where p.run_id = %s group by p.id, p.size, p.membership_hash""", [run])
@@ -81,24 +81,24 @@ def _global_responder(score: int = 50) -> Any:
     return respond
 
 
-def test_global_search_reads_level_2_shuffled(demo: SAG, db_dsn: str,  # noqa: F811
+def test_global_search_reads_level_2_shuffled(demo: SAG, tech_dsn: str,  # noqa: F811
                                               openai_server: FakeOpenAIServer) -> None:
-    finest = rows(db_dsn, "select max(level) from sag.hierarchy_levels(sag.hierarchy_run('demo'))")[0][0]
+    finest = rows(tech_dsn, "select max(level) from sag.hierarchy_levels(sag.hierarchy_run('demo'))")[0][0]
     level = min(2, finest)
     assert level >= 1
     openai_server.responder = _global_responder()
     answer = with_llm(demo, openai_server).ask("Themes?", mode="global", source="demo",
                                                params=GlobalParams(max_tokens=400))
     assert answer.context["level"] == level
-    wanted = [r[0] for r in rows(db_dsn, "select id from sag.community_reports('demo', %s)", [level])]
+    wanted = [r[0] for r in rows(tech_dsn, "select id from sag.community_reports('demo', %s)", [level])]
     mapped = [batch_ids(r["messages"][-1]["content"]) for r in openai_server.requests[:-1]]
     assert sorted(i for ids in mapped for i in ids) == sorted(wanted)
     # In the seeded shuffle's order (sag.report_batches, seed 86), not best rated first.
-    shuffled = [i for r in rows(db_dsn, "select report_ids from sag.report_batches('demo', %s, 400) order by batch",
+    shuffled = [i for r in rows(tech_dsn, "select report_ids from sag.report_batches('demo', %s, 400) order by batch",
                                 [level]) for i in r[0]]
     assert sorted(mapped, key=lambda ids: shuffled.index(ids[0])) and \
         [i for ids in sorted(mapped, key=lambda ids: shuffled.index(ids[0])) for i in ids] == shuffled
-    ranked = [i for r in rows(db_dsn, "select report_ids from sag.report_batches('demo', %s, 400, shuffle => false) "
+    ranked = [i for r in rows(tech_dsn, "select report_ids from sag.report_batches('demo', %s, 400, shuffle => false) "
                                       "order by batch", [level]) for i in r[0]]
     assert shuffled != ranked and sorted(shuffled) == sorted(ranked)
 
@@ -130,12 +130,12 @@ HISTORY = [{"role": "user", "content": "Who founded Apple?"}, {"role": "assistan
 TABLE = "-----Conversation History-----\nturn|content\nuser|And Pixar?\nuser|Who founded Apple?"
 
 
-def test_history_goes_before_every_map_batch_from_the_cli(demo: SAG, db_dsn: str, tmp_path: Path,  # noqa: F811
+def test_history_goes_before_every_map_batch_from_the_cli(demo: SAG, tech_dsn: str, tmp_path: Path,  # noqa: F811
                                                           openai_server: FakeOpenAIServer) -> None:
     openai_server.responder = _global_responder()
     history = tmp_path / "history.json"
     history.write_text(json.dumps(HISTORY), encoding="utf-8")
-    env = {"SAG_DATABASE_URL": db_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "openai:fake",
+    env = {"SAG_DATABASE_URL": tech_dsn, "SAG_HOME": str(tmp_path / "home"), "SAG_LLM": "openai:fake",
            "SAG_LLM_BASE_URL": openai_server.base_url, "SAG_EMBEDDER": ""}
     out = CliRunner().invoke(cli, ["ask", "What else?", "--mode", "global", "--source", "demo", "--history",
                                    str(history), "--json"], env=env)
@@ -183,7 +183,7 @@ def _drift_responder(follow_ups: int = 6) -> Any:
     return respond
 
 
-def test_drift_defaults_are_graphrag_and_the_answer_is_the_root_node(demo: SAG, db_dsn: str,  # noqa: F811
+def test_drift_defaults_are_graphrag_and_the_answer_is_the_root_node(demo: SAG, tech_dsn: str,  # noqa: F811
                                                                      openai_server: FakeOpenAIServer) -> None:
     params = DriftParams()
     assert (params.n_depth, params.k_followups, params.primer_folds, params.primer_k) == (3, 20, 5, 20)
@@ -191,7 +191,7 @@ def test_drift_defaults_are_graphrag_and_the_answer_is_the_root_node(demo: SAG, 
     answer = with_llm(demo, openai_server).ask("What did Apple's founders do?", mode="drift", source="demo")
     trace = answer.context
     primer = len(trace["primer_reports"])
-    assert primer == min(20, rows(db_dsn, "select count(*) from sag.community_reports('demo', %s)",
+    assert primer == min(20, rows(tech_dsn, "select count(*) from sag.community_reports('demo', %s)",
                                   [trace["level"]])[0][0])
     folds = min(5, primer)
     data = answer.to_dict()

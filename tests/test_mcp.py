@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -22,10 +23,11 @@ from mcp.types import CallToolResult
 
 from sag_pg import SAG, Settings
 from sag_pg.cli import cli
-from sag_pg.demo import DEMO_QUERIES, DEMO_SOURCE, demo_paths
+from sag_pg.demo import DEMO_QUERIES, DEMO_SOURCE
 from sag_pg.mcp import Policy, RefusedError
 from sag_pg.mcp.server import build_server
 
+from .databases import CorpusDatabases
 from .openai_server import FakeOpenAIServer
 
 ADA = ("# Ada Lovelace\n\nAda Lovelace wrote the first published algorithm in 1843. "
@@ -37,20 +39,26 @@ WRITE_TOOLS = {"ingest_text", "delete_document", "remember", "forget"}
 NS = "http://rdf.freebase.com/ns/"
 
 
+def _fill_corpus(dsn: str) -> None:
+    with tempfile.TemporaryDirectory() as home, SAG(settings=Settings(database_url=dsn, home=Path(home))) as sag:
+        sag.ingest_text(ADA, uri="ada.md", source="alpha")
+        sag.ingest_text(HOPPER, uri="hopper.md", source="beta")
+        triples = Path(home) / "kg.nt"
+        triples.write_text(
+            f"<{NS}m.ada> <{NS}people.person.parents> <{NS}m.byron> .\n"
+            f"<{NS}m.ada> <{NS}people.person.profession> <{NS}m.math> .\n"
+            f'<{NS}m.ada> <{NS}type.object.name> "Ada Lovelace"@en .\n'
+            f'<{NS}m.byron> <{NS}type.object.name> "Lord Byron"@en .\n'
+            f'<{NS}m.math> <{NS}type.object.name> "Mathematician"@en .\n', encoding="utf-8")
+        sag.kg.import_files([triples], source="kg")
+
+
 @pytest.fixture
-def corpus(sag: SAG, tmp_path: Path) -> SAG:
-    """Two sources of one document each (alpha: ada.md, beta: hopper.md) and a knowledge graph (kg)."""
-    sag.ingest_text(ADA, uri="ada.md", source="alpha")
-    sag.ingest_text(HOPPER, uri="hopper.md", source="beta")
-    triples = tmp_path / "kg.nt"
-    triples.write_text(
-        f"<{NS}m.ada> <{NS}people.person.parents> <{NS}m.byron> .\n"
-        f"<{NS}m.ada> <{NS}people.person.profession> <{NS}m.math> .\n"
-        f'<{NS}m.ada> <{NS}type.object.name> "Ada Lovelace"@en .\n'
-        f'<{NS}m.byron> <{NS}type.object.name> "Lord Byron"@en .\n'
-        f'<{NS}m.math> <{NS}type.object.name> "Mathematician"@en .\n', encoding="utf-8")
-    sag.kg.import_files([triples], source="kg")
-    return sag
+def corpus(corpus_databases: CorpusDatabases, tmp_path: Path) -> Iterator[SAG]:
+    """Two sources of one document each (alpha: ada.md, beta: hopper.md) and a knowledge graph (kg): a client on
+    a fresh copy of a database filled once per session."""
+    with corpus_databases.client("mcp", _fill_corpus, tmp_path / "unused-home") as sag:
+        yield sag
 
 
 def session(server: Any, body: Callable[[Client], Awaitable[Any]], mode: str = "auto") -> Any:
@@ -219,7 +227,8 @@ def test_ask_without_an_llm_answers_extractively(corpus: SAG) -> None:
                                                    "mode": "normal"}))
 
 
-def test_ask_with_an_llm(db_dsn: str, tmp_path: Path, corpus: SAG, openai_server: FakeOpenAIServer) -> None:
+def test_ask_with_an_llm(tmp_path: Path, corpus: SAG, openai_server: FakeOpenAIServer) -> None:
+    db_dsn = corpus.dsn
     chunk = corpus.search("Charles Babbage", source="alpha").chunks[0].chunk_id
     openai_server.script(json.dumps({"answer": f"Ada Lovelace [{chunk}].", "sufficient": True, "missing": ""}))
     settings = Settings(database_url=db_dsn, home=tmp_path, llm="openai:test", llm_base_url=openai_server.base_url,
@@ -298,13 +307,6 @@ def test_policy() -> None:
 
 
 # -- the same documents as `sag-pg search --json` -----------------------------------------------------------
-
-
-@pytest.fixture
-def demo_dsn(db_dsn: str, tmp_path: Path) -> str:
-    with SAG(settings=Settings(database_url=db_dsn, home=tmp_path / "home")) as client:
-        client.ingest_files(demo_paths(), source=DEMO_SOURCE)
-    return db_dsn
 
 
 def _env(dsn: str, tmp_path: Path) -> dict[str, str]:

@@ -27,13 +27,15 @@ def _psql_examples() -> list[str]:
     return statements
 
 
-def test_the_psql_examples_run_after_the_quick_start(db_dsn: str, tmp_path: Path) -> None:
-    demo = CliRunner().invoke(cli, ["demo"], env={"SAG_DATABASE_URL": db_dsn, "SAG_HOME": str(tmp_path),
+def test_the_psql_examples_run_after_the_quick_start(demo_dsn: str, tmp_path: Path) -> None:
+    # conftest's demo_dsn holds what `sag-pg demo` ingests (the demo finds it unchanged); then the demo itself.
+    demo = CliRunner().invoke(cli, ["demo"], env={"SAG_DATABASE_URL": demo_dsn, "SAG_HOME": str(tmp_path),
                                                   "SAG_LLM": "", "SAG_EMBEDDER": ""}, catch_exceptions=False)
     assert demo.exit_code == 0, demo.output
+    assert "demo: 0 documents ingested, 12 unchanged" in demo.output
     statements = _psql_examples()
     assert len(statements) >= 4
-    with psycopg.connect(db_dsn, autocommit=True) as conn:  # a plain session, as psql opens
+    with psycopg.connect(demo_dsn, autocommit=True) as conn:  # a plain session, as psql opens
         for statement in statements:
             rows = conn.execute(statement).fetchall()  # type: ignore[arg-type]
             assert rows, statement

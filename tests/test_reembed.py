@@ -4,6 +4,8 @@ mismatch message names it."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from sag_pg.db import reembed as reembedding
 from sag_pg.db.connection import Database
 from sag_pg.embedders import HashEmbedder
 
+from .cli_support import run_cli
 from .test_search import DOCS
 
 HNSW = {"chunks_embedding_hnsw", "events_embedding_hnsw", "keys_embedding_hnsw"}
@@ -143,3 +146,53 @@ def test_source_reembed_recomputes_one_source_and_refuses_a_switch_that_would_le
     assert same.exit_code == 0, same.output
     assert same.stdout.startswith("re-embedded 4 chunks,")  # source a's only
     assert _vectors(db_dsn) == before and _indexes(db_dsn) == HNSW
+
+
+@pytest.mark.parametrize("command", [["db", "reembed"], ["source", "default", "--reembed"]])
+def test_after_a_reembed_the_next_ingest_of_the_same_directory_skips_every_unchanged_file(
+        cli_env: dict[str, str], db_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    """The content hash means "this content, with this extraction": re-embedding changes neither, so an
+    unchanged file is not extracted and stored again afterwards; a changed one still is."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for uri, text in DOCS.items():
+        (folder / f"{uri}.md").write_text(text, encoding="utf-8")
+    assert run_cli(capsys, "ingest", str(folder))[0] == 0
+    monkeypatch.setenv("SAG_EMBEDDER", "hash:64")
+    code, out, err = run_cli(capsys, *command)
+    assert code == 0 and out.startswith("re-embedded 4 chunks,"), err
+    with psycopg.connect(db_dsn) as conn:
+        ids = conn.execute("select uri, id from sag.documents order by uri").fetchall()
+
+    code, out, err = run_cli(capsys, "ingest", str(folder), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert (report["documents"], report["skipped"]) == (0, 4), report
+    with psycopg.connect(db_dsn) as conn:  # the same rows: nothing was stored again
+        assert conn.execute("select uri, id from sag.documents order by uri").fetchall() == ids
+
+    (folder / "hopper.md").write_text(DOCS["hopper"] + "\nShe retired from the Navy in 1986.", encoding="utf-8")
+    code, out, err = run_cli(capsys, "ingest", str(folder), "--json")
+    assert code == 0, err
+    assert (json.loads(out)["documents"], json.loads(out)["skipped"]) == (1, 3)
+
+
+def test_documents_stored_with_the_hash_that_named_the_embedder_are_still_unchanged(
+        cli_env: dict[str, str], db_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Databases made before the hash left the embedder out: their unchanged documents are not re-processed."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for uri, text in DOCS.items():
+        (folder / f"{uri}.md").write_text(text, encoding="utf-8")
+    assert run_cli(capsys, "ingest", str(folder))[0] == 0
+    with psycopg.connect(db_dsn) as conn:
+        for uri, title, content, metadata in conn.execute("select uri, title, content, metadata from sag.documents"):
+            digest = hashlib.sha256()
+            for part in (title, content, json.dumps(metadata, sort_keys=True, ensure_ascii=False), "rules-v2",
+                         "hash-v1:512"):  # the former formula: the extractor's and the embedder's names last
+                digest.update(part.encode() + b"\x00")
+            conn.execute("update sag.documents set content_hash = %s where uri = %s", [digest.hexdigest(), uri])
+    code, out, err = run_cli(capsys, "ingest", str(folder), "--json")
+    assert code == 0, err
+    assert (json.loads(out)["documents"], json.loads(out)["skipped"]) == (0, 4)

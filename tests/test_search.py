@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from sag_pg import SAG, ConfigError, QueryError, Settings
 
+from .databases import CorpusDatabases, ingest_texts
 from .openai_server import FakeOpenAIServer
 
 DOCS = {
@@ -24,10 +26,11 @@ DOCS = {
 
 
 @pytest.fixture
-def library(sag: SAG) -> SAG:
-    for uri, text in DOCS.items():
-        sag.ingest_text(text, uri=uri)
-    return sag
+def library(corpus_databases: CorpusDatabases, tmp_path: Path) -> Iterator[SAG]:
+    """A client on a fresh database holding DOCS, ingested one by one into source default (a copy of a database
+    filled once per session)."""
+    with corpus_databases.client("library", ingest_texts(DOCS), tmp_path / "unused-home") as sag:
+        yield sag
 
 
 def test_search_finds_the_document(library: SAG) -> None:
@@ -38,7 +41,12 @@ def test_search_finds_the_document(library: SAG) -> None:
     assert all(hit.events for hit in result.chunks)  # evidence comes with every chunk
 
 
-def test_psql_search_uses_the_sql_embedder(library: SAG, db_conn: psycopg.Connection) -> None:
+def test_psql_search_uses_the_sql_embedder(library: SAG) -> None:
+    with psycopg.connect(library.dsn) as db_conn:
+        _psql_search_uses_the_sql_embedder(db_conn)
+
+
+def _psql_search_uses_the_sql_embedder(db_conn: psycopg.Connection) -> None:
     rows = db_conn.execute("select document, title, score from sag.search('Nobel Prize in Chemistry', 3)").fetchall()
     assert rows[0][0] == "curie"
     rows = db_conn.execute("select document from sag.search('Nobel Prize', 3, 'default')").fetchall()
@@ -81,8 +89,8 @@ def test_normal_mode_needs_an_llm(library: SAG) -> None:
         library.search("x", mode="normal")
 
 
-def test_normal_mode_rewrites_with_the_llm(library: SAG, db_dsn: str, tmp_path: Path,
-                                           openai_server: FakeOpenAIServer) -> None:
+def test_normal_mode_rewrites_with_the_llm(library: SAG, tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
+    db_dsn = library.dsn
     def responder(request: dict[str, Any]) -> str:
         prompt = request["messages"][-1]["content"]
         assert "Original question:" in prompt

@@ -13,10 +13,11 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,9 @@ import pytest
 
 from sag_pg import SAG
 from sag_pg.config import Settings
+
+from .cli_support import run_cli
+from .databases import CorpusDatabases
 
 DOCS = {
     "notes/halvard.md": "# Halvard Berg\n\nHalvard Berg founded Fjord Capital in Oslo in 1998. Fjord Capital financed "
@@ -61,8 +65,12 @@ def _server(dsn: str, tmp_path: Path, *args: str, **env: str) -> Iterator[str]:
             try:
                 with urllib.request.urlopen(base + "/health", timeout=2):
                     break
+            except urllib.error.HTTPError:
+                break  # it answers (beyond loopback every path wants the token: 401)
             except (urllib.error.URLError, ConnectionError):
                 time.sleep(0.1)
+        else:
+            raise AssertionError(f"the server did not answer within a minute: {log.read_text()}")
         yield base
     finally:
         proc.terminate()
@@ -84,13 +92,19 @@ def _call(url: str, *, method: str = "GET", body: Any = None,
         return exc.code, exc.headers.get("content-type", ""), json.loads(exc.read())
 
 
-@pytest.fixture
-def corpus(db_dsn: str, tmp_path: Path) -> str:
-    with SAG(settings=Settings(database_url=db_dsn, home=tmp_path / "home")) as sag:
+def _fill_corpus(dsn: str) -> None:
+    with tempfile.TemporaryDirectory() as home, SAG(settings=Settings(database_url=dsn, home=Path(home))) as sag:
         for uri, text in DOCS.items():
             sag.ingest_text(text, uri=uri, source="research")
         sag.ingest_text("# Other\n\nNothing about Oslo here, only Bergen.\n", uri="other.md", source="other")
-    return db_dsn
+
+
+@pytest.fixture
+def corpus(corpus_databases: CorpusDatabases) -> Iterator[str]:
+    """DSN of a fresh database with DOCS in source research and one document in source other (a copy of a
+    database filled once per session)."""
+    yield corpus_databases.copy("serve", _fill_corpus)
+    corpus_databases.drop_copy("serve")
 
 
 def _finished(base: str, job: dict[str, Any]) -> dict[str, Any]:
@@ -103,10 +117,21 @@ def _finished(base: str, job: dict[str, Any]) -> dict[str, Any]:
     return job
 
 
-def _cli_json(dsn: str, tmp_path: Path, *args: str) -> Any:
-    done = subprocess.run([sys.executable, "-m", "sag_pg", *args, "--json"], env=_env(dsn, tmp_path),
-                          capture_output=True, text=True, timeout=300, check=True)
-    return json.loads(done.stdout)
+@pytest.fixture
+def cli_json(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+             tmp_path: Path) -> Callable[..., Any]:
+    """``sag-pg ARGS --json`` on a database, in this process (tests/cli_support.run_cli: the console script's
+    entry point), with the environment the server gets (_env): its parsed output."""
+    def run(dsn: str, *args: str) -> Any:
+        for name in [name for name in os.environ if name.startswith("SAG_")]:
+            monkeypatch.delenv(name)
+        monkeypatch.setenv("SAG_DATABASE_URL", dsn)
+        monkeypatch.setenv("SAG_HOME", str(tmp_path / "home"))
+        code, out, err = run_cli(capsys, *args, "--json")
+        assert code == 0, err
+        return json.loads(out)
+
+    return run
 
 
 def _without_timings(data: Any) -> Any:
@@ -117,24 +142,24 @@ def _without_timings(data: Any) -> Any:
     return data
 
 
-def test_the_api_answers_what_the_cli_prints(corpus: str, tmp_path: Path) -> None:
+def test_the_api_answers_what_the_cli_prints(corpus: str, tmp_path: Path, cli_json: Callable[..., Any]) -> None:
     with _server(corpus, tmp_path) as base:
         status, kind, found = _call(base + "/search?q=Who+financed+the+Svalbard+expedition&source=research&top_n=3")
         assert status == 200 and kind.startswith("application/json")
-        expected = _cli_json(corpus, tmp_path, "search", "Who financed the Svalbard expedition", "--source",
+        expected = cli_json(corpus, "search", "Who financed the Svalbard expedition", "--source",
                              "research", "--top-n", "3")
         assert _without_timings(found) == _without_timings(expected)
         assert found["chunks"][0]["document_uri"].startswith("notes/")
-        assert _call(base + "/sources")[2] == _cli_json(corpus, tmp_path, "sources")
-        assert _call(base + "/documents?source=research")[2] == _cli_json(corpus, tmp_path, "documents",
+        assert _call(base + "/sources")[2] == cli_json(corpus, "sources")
+        assert _call(base + "/documents?source=research")[2] == cli_json(corpus, "documents",
                                                                           "--source", "research")
-        assert _call(base + "/documents/notes/halvard.md?source=research")[2] == _cli_json(
-            corpus, tmp_path, "show", "notes/halvard.md", "--source", "research")
-        assert _call(base + "/entities/Fjord%20Capital/related?source=research")[2] == _cli_json(
-            corpus, tmp_path, "graph", "related", "Fjord Capital", "--source", "research")
-        assert _call(base + "/stats?source=research")[2] == _cli_json(corpus, tmp_path, "stats", "--source", "research")
-        assert _call(base + "/graph/relations?source=research")[2] == _cli_json(
-            corpus, tmp_path, "graph", "relations", "--source", "research")
+        assert _call(base + "/documents/notes/halvard.md?source=research")[2] == cli_json(
+            corpus, "show", "notes/halvard.md", "--source", "research")
+        assert _call(base + "/entities/Fjord%20Capital/related?source=research")[2] == cli_json(
+            corpus, "graph", "related", "Fjord Capital", "--source", "research")
+        assert _call(base + "/stats?source=research")[2] == cli_json(corpus, "stats", "--source", "research")
+        assert _call(base + "/graph/relations?source=research")[2] == cli_json(
+            corpus, "graph", "relations", "--source", "research")
         with urllib.request.urlopen(base + "/export?source=research", timeout=60) as response:
             exported = [json.loads(line) for line in response.read().decode().splitlines()]
         assert sorted(d["id"] for d in exported) == sorted(DOCS)

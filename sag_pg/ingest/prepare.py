@@ -57,10 +57,17 @@ class PreparedDocument:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def content_hash(doc: DocumentInput, *, extractor: str, embedder: str) -> str:
-    """Changes when anything that would be stored changes: text, title, metadata, extractor, embedder."""
+def content_hash(doc: DocumentInput, *, extractor: str, embedder: str | None = None) -> str:
+    """"This content, with this extraction": changes when the text, title, metadata or extractor change.
+
+    Not the embedder: the database serves one (``sag.bind_embedder`` refuses another) and a re-embedding
+    recomputes every stored vector from the stored texts, so an unchanged document needs no new extraction
+    after one (issue 37 item 6).  ``embedder`` gives the hash stored before that change (content, extractor and
+    embedder), which ingestion still accepts for unchanged documents.
+    """
     digest = hashlib.sha256()
-    for part in (doc.title, doc.text, json.dumps(doc.metadata, sort_keys=True, ensure_ascii=False), extractor, embedder):
+    parts = (doc.title, doc.text, json.dumps(doc.metadata, sort_keys=True, ensure_ascii=False), extractor)
+    for part in parts if embedder is None else (*parts, embedder):
         digest.update(part.encode("utf-8"))
         digest.update(b"\x00")
     return digest.hexdigest()
@@ -289,7 +296,7 @@ class DocumentPreparer:
         n = len(draft.chunks)
         return PreparedDocument(
             doc=draft.doc,
-            content_hash=content_hash(draft.doc, extractor=self.extractor.name, embedder=self.embedder.name),
+            content_hash=content_hash(draft.doc, extractor=self.extractor.name),
             summary=draft.summary,
             chunks=draft.chunks,
             chunk_tokens=draft.chunk_tokens,

@@ -170,12 +170,15 @@ class Ingestor:
             if isinstance(item, InputFailure):
                 self._fail(report, str(item), notify)
                 continue
-            digest = content_hash(item, extractor=self.preparer.extractor.name, embedder=self.preparer.embedder.name)
-            if digest in (known.get(item.uri), queued.get(item.uri)):
+            digest = content_hash(item, extractor=self.preparer.extractor.name)
+            # Stored before the hash left the embedder out (the bound embedder is the configured one).
+            legacy = content_hash(item, extractor=self.preparer.extractor.name, embedder=self.preparer.embedder.name)
+            if known.get(item.uri) in (digest, legacy) or digest == queued.get(item.uri):
                 report.skipped += 1
                 notify("skipped", item.origin)
                 continue
-            holder = holders.get(digest) if item.from_path else None  # a JSONL id or --uri is an identity
+            # A JSONL id or --uri is an identity.
+            holder = holders.get(digest, holders.get(legacy)) if item.from_path else None
             if holder is not None and holder != item.uri and item.uri not in known:
                 report.skipped += 1
                 report.duplicates.append(f"{item.origin}: identical to {holder}, already stored")
