@@ -21,84 +21,36 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sag_pg.extract.chinese_lexicon import (
+    _BAD_CONTINUATIONS,
+    _COMMON_SURNAMES,
+    _COMMON_VERB_FREQ,
+    _COMPOUND_SURNAMES,
+    _GENERIC_PREFIX_FREQ,
+    _GIVEN_NAME_MAX_FREQ,
+    _GOVERNMENT_ENDS,
+    _HAN_RE,
+    _LOCATION_SUFFIXES,
+    _NOT_IN_PERSON_NAMES,
+    _OBJECT_VERBS,
+    _ORGANIZATION_CHARS,
+    _ORGANIZATION_SUFFIXES,
+    _PLACE_CHARS,
+    _PLACE_HEAD_WORD_FREQ,
+    _PLACE_PREFIX_MAX_FREQ,
+    _PLACE_SIDE_RE,
+    _PLACE_VERBS,
+    _PREPOSITION_CHARS,
+    _PROJECT_SUFFIXES,
+    _RARE_SURNAMES,
+    _ROLE_WORDS,
+    _SHIP_CUES,
+    _STOP_CHARS,
+    GENERIC_WORDS,
+    is_generic,
+)
+
 __all__ = ["GENERIC_WORDS", "NameSpan", "chinese_names", "is_generic"]
-
-
-def _split(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-# -------------------------------------------------------------------------------------------- lexicons
-_ORGANIZATION_SUFFIXES = _split(
-    "大学 学院 中学 小学 书院 研究所 研究院 研究中心 实验室 博物馆 美术馆 图书馆 纪念馆 科技馆 公司 集团 "
-    "银行 医院 基金会 协会 学会 委员会 资本 证券 法院 检察院 出版社 报社 电视台 事务所 俱乐部 剧院 乐团 酒店"
-)
-_LOCATION_SUFFIXES = _split("沙漠 海峡 半岛 高原 平原 盆地 群岛 山脉 自治区")
-_PLACE_CHARS = "省市县区镇乡村港山湖岛路街湾峰"
-_ORGANIZATION_CHARS = "厂局厅"  # one-character heads of organizations: 金陵机械厂, 广州市规划局  # one-character place heads: 临川市, 白露湖, 长安路
-_PROJECT_SUFFIXES = _split("计划 项目")
-_SHIP_CUES = "船轮舰艇"
-# What follows a suffix and makes it a different word: 大学生 is a student, 公司法 a law.
-_BAD_CONTINUATIONS = {"大学": "生", "公司": "法", "银行": "家卡", "项目": "组", "计划": "书"}
-# Characters that never sit inside a name here: prepositions, conjunctions, particles, demonstratives,
-# measure words.  A name scanned back from its suffix stops at them.
-_STOP_CHARS = frozenset(
-    "于在与和及或同跟向从对被由把将为给让使以是的了着过之其该这那此每各本全某所个家位座名条批种些届次已曾也都并而就还又再到往赴至"
-)
-_PREPOSITION_CHARS = frozenset("于在与和向从对被由同跟")
-_NOT_IN_PERSON_NAMES = frozenset("于在与和及或的了着是该这那")
-# Verbs that take an organization or place as object (担任X, 调任X); common verbs are caught by frequency.
-_OBJECT_VERBS = frozenset(
-    _split(
-        """担任 调任 进入 加入 创办 成立 来自 前往 位于 设在 毕业 就职 就读 任职 收购 起诉 领导 管理 访问 离开
-        参观 考察 捐赠 投资 签约 入职 供职 转入 调往 派往 借调 留学 攻读 返回 回到 抵达 到达 代表 出席 参加 合并
-        并购 加盟 隶属 属于 联合 支持 资助 赞助 委托 邀请 批准 分配 飞往 赶赴 来到 途经"""
-    )
-)
-# After these a name is a place (抵达拉萨: jieba says nr).
-_PLACE_VERBS = frozenset(_split("抵达 到达 前往 来到 飞往 赶赴 回到 返回 途经 访问 位于 地处 路过 定居"))
-# Nouns that name a role, a part of an organization or a generic thing: never keys on their own.
-GENERIC_WORDS = frozenset(
-    _split(
-        """总部 项目 计划 工程 工程师 研究 现任 所长 大学 学院 公司 集团 银行 医院 研究所 研究院 博物馆 基金会
-        馆长 院长 校长 董事长 总经理 经理 主任 教授 博士 硕士 学生 创始人 负责人 主持人 合伙人 首席 科学家 导师
-        家乡 省会 分公司 子公司 母公司 本市 本省 本县 全市 全省 分行 分所 学校 该校 毕业 工作 合作 协议 方案 报告 部门 机构 单位 团队 成员 人员 员工
-        同事 领导 老师 专家 学者 记者 作者 天文学家 首席科学家 总裁 副总裁 董事 股东 市中心 境内 当地 本地 全国
-        各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 海洋 古城 城市 乡村 农村 山区 沿海地区 交汇处 远洋货轮 科考船 破冰船 探险队"""
-    )
-)
-# The generic words a name never reaches over when scanned back (现任青岚计划 is 青岚计划): roles, not heads
-# (大学 of 白鹭大学附属医院) nor places (海洋 of 远澜海洋研究院).
-_ROLE_WORDS = GENERIC_WORDS - frozenset(
-    _split(
-        """大学 学院 公司 集团 银行 医院 研究所 研究院 博物馆 基金会 项目 计划 工程 海洋 古城 城市 乡村 农村 山区
-        沿海地区 市中心 境内 当地 本地 全国 各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 交汇处"""
-    )
-)
-# The ~120 commonest: only these start a name jieba did not see (安备, 官网, 原标题 are not names).
-_COMMON_SURNAMES = frozenset(
-    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林罗高郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘蔡蒋余杜叶程魏苏吕丁任沈姚卢姜崔钟"
-    "谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤常温康施文牛樊葛邢"
-)
-# Rarer surnames join a given name only where jieba itself tagged the character a name (芮/nr 晴川).
-_RARE_SURNAMES = frozenset(
-    "安齐易乔伍庞颜倪庄聂章鲁岳翟殷詹申欧耿关兰焦俞左柳甘祝包宁尚符舒阮柯纪梅童凌毕单季裴霍涂成苗谷盛曲翁冉骆蓝"
-    "路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳时穆农司卓古吉缪简车项连芦麦褚娄窦戚岑景党宫费卜冷晏席卫米柏宗瞿"
-    "桂全佟应臧闵苟邬边卞姬师仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩明佘池查麻苑迟邝官封谈匡鞠惠荆乐冀郁胥南班储原栗"
-    "燕楚鄢劳谌奚皮粟冼蔺楼盘满闻厉伊仝郜阚花权强帅屠豆朴盖练廉禹井祖漆巴丰支卿狄平计索宣晋相初门云容敬扈晁芮"
-)
-_COMPOUND_SURNAMES = _split(
-    "欧阳 司马 诸葛 上官 慕容 东方 公孙 令狐 皇甫 司徒 夏侯 长孙 宇文 尉迟 钟离 端木 独孤 南宫 西门 百里"
-)
-# A given name is rare as a dictionary word; 速度, 水平 after 高 are not names.
-_GIVEN_NAME_MAX_FREQ = 1500
-_COMMON_VERB_FREQ = 2000  # a verb this frequent ends a name scanned back from its suffix
-_GENERIC_PREFIX_FREQ = 3000  # 社区医院, 科技公司: a frequent common noun alone is not a name
-_PLACE_HEAD_WORD_FREQ = 1000  # 地区, 社区: the last character and the place head form a common word
-_PLACE_PREFIX_MAX_FREQ = 500  # 人生路: a place's own name is rarely a common word
-_GOVERNMENT_ENDS = tuple("部局厅署委")
-_PLACE_SIDE_RE = re.compile("(?:畔|边|旁|一带|附近|沿岸)$")  # 黄浦江畔 is 黄浦江
-_HAN_RE = re.compile(r"[\u3400-\u9fff]")
 
 
 @dataclass(frozen=True)
@@ -118,19 +70,6 @@ class _Token:
     @property
     def end(self) -> int:
         return self.start + len(self.word)
-
-
-_ROLE_HEADS = frozenset("局部厅处科院校所馆社会市县省镇村乡区股组队班团行店厂司")
-
-
-def is_generic(word: str) -> bool:
-    """A word that is never a key on its own: a role (所长, 局长), a suffix alone (大学, 图书馆), 总部…"""
-    return (
-        word in GENERIC_WORDS
-        or word in _ORGANIZATION_SUFFIXES
-        or word in _LOCATION_SUFFIXES
-        or (len(word) == 2 and word[1] == "长" and word[0] in _ROLE_HEADS)
-    )
 
 
 def _is_han(ch: str) -> bool:
