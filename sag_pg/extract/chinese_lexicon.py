@@ -16,15 +16,19 @@ def _split(text: str) -> tuple[str, ...]:
 # -------------------------------------------------------------------------------------------- lexicons
 _ORGANIZATION_SUFFIXES = _split(
     "大学 学院 中学 小学 书院 研究所 研究院 研究中心 实验室 博物馆 美术馆 图书馆 纪念馆 科技馆 公司 集团 "
-    "银行 医院 基金会 协会 学会 委员会 资本 证券 法院 检察院 出版社 报社 电视台 事务所 俱乐部 剧院 乐团 酒店"
+    "银行 医院 基金会 协会 学会 委员会 资本 证券 保险 信托 科技 法院 检察院 出版社 报社 日报 晚报 周刊 杂志社 通讯社 "
+    "电视台 卫视 政府 事务所 俱乐部 剧院 乐团 酒店"
 )
-_LOCATION_SUFFIXES = _split("沙漠 海峡 半岛 高原 平原 盆地 群岛 山脉 自治区")
+_LOCATION_SUFFIXES = _split("沙漠 海峡 半岛 高原 平原 盆地 群岛 山脉 自治区 遗址 保护区 风景区 景区 湿地")
 _PLACE_CHARS = "省市县区镇乡村港山湖岛路街湾峰"
 _ORGANIZATION_CHARS = "厂局厅"  # one-character heads of organizations: 金陵机械厂, 广州市规划局  # one-character place heads: 临川市, 白露湖, 长安路
-_PROJECT_SUFFIXES = _split("计划 项目")
+_PROJECT_SUFFIXES = _split("计划 项目 工程")
 _SHIP_CUES = "船轮舰艇"
 # What follows a suffix and makes it a different word: 大学生 is a student, 公司法 a law.
-_BAD_CONTINUATIONS = {"大学": "生", "公司": "法", "银行": "家卡", "项目": "组", "计划": "书"}
+_BAD_CONTINUATIONS = {
+    "大学": "生", "公司": "法", "银行": "家卡", "项目": "组", "计划": "书", "工程": "师院局部", "科技": "馆园城",
+    "政府": "工",
+}  # fmt: skip
 # Characters that never sit inside a name here: prepositions, conjunctions, particles, demonstratives,
 # measure words.  A name scanned back from its suffix stops at them.
 _STOP_CHARS = frozenset(
@@ -41,7 +45,11 @@ _OBJECT_VERBS = frozenset(
     )
 )
 # After these a name is a place (抵达拉萨: jieba says nr).
-_PLACE_VERBS = frozenset(_split("抵达 到达 前往 来到 飞往 赶赴 回到 返回 途经 访问 位于 地处 路过 定居"))
+_PLACE_VERBS = frozenset(_split("抵达 到达 前往 来到 飞往 赶赴 回到 返回 途经 访问 位于 地处 路过 定居 来自 移居 迁居"))
+# One-character prepositions of direction: 成都至拉萨, 飞往 is a verb above.
+_TOWARDS_CHARS = frozenset("至到往赴抵")
+# Verbs of holding an office: 曾任青禾县县长 is 曾任 + 青禾县, not the name 曾任青.
+_TENURE_VERBS = frozenset(_split("曾任 现任 出任 兼任 历任 就任 继任 升任 改任 转任 调任 担任 时任 原任"))
 # Nouns that name a role, a part of an organization or a generic thing: never keys on their own.
 GENERIC_WORDS = frozenset(
     _split(
@@ -49,7 +57,8 @@ GENERIC_WORDS = frozenset(
         馆长 院长 校长 董事长 总经理 经理 主任 教授 博士 硕士 学生 创始人 负责人 主持人 合伙人 首席 科学家 导师
         家乡 省会 分公司 子公司 母公司 本市 本省 本县 全市 全省 分行 分所 学校 该校 毕业 工作 合作 协议 方案 报告 部门 机构 单位 团队 成员 人员 员工
         同事 领导 老师 专家 学者 记者 作者 天文学家 首席科学家 总裁 副总裁 董事 股东 市中心 境内 当地 本地 全国
-        各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 海洋 古城 城市 乡村 农村 山区 沿海地区 交汇处 远洋货轮 科考船 破冰船 探险队"""
+        各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 海洋 古城 城市 乡村 农村 山区 沿海地区 交汇处 远洋货轮 科考船 破冰船 探险队
+        全球 全世界 世界 规模 故事 工厂 海军 陆军 空军 政府 附近 期间 情况"""
     )
 )
 # The generic words a name never reaches over when scanned back (现任青岚计划 is 青岚计划): roles, not heads
@@ -57,7 +66,8 @@ GENERIC_WORDS = frozenset(
 _ROLE_WORDS = GENERIC_WORDS - frozenset(
     _split(
         """大学 学院 公司 集团 银行 医院 研究所 研究院 博物馆 基金会 项目 计划 工程 海洋 古城 城市 乡村 农村 山区
-        沿海地区 市中心 境内 当地 本地 全国 各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 交汇处"""
+        沿海地区 市中心 境内 当地 本地 全国 各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 交汇处
+        全球 全世界 世界 规模 故事 工厂 海军 陆军 空军 政府 附近 期间 情况"""
     )
 )
 # The ~120 commonest: only these start a name jieba did not see (安备, 官网, 原标题 are not names).
@@ -86,7 +96,34 @@ _PLACE_SIDE_RE = re.compile("(?:畔|边|旁|一带|附近|沿岸)$")  # 黄浦�
 _HAN_RE = re.compile(r"[\u3400-\u9fff]")
 
 
-_ROLE_HEADS = frozenset("局部厅处科院校所馆社会市县省镇村乡区股组队班团行店厂司")
+_ROLE_HEADS = frozenset("局部厅处科院校所馆社会市县省镇村乡区股组队班团行店厂司船舰机家连营排旅军")
+# Kinship and companions: about anyone, so edges to everything.
+_KINSHIP = frozenset(
+    _split(
+        """父亲 母亲 父母 儿子 女儿 妻子 丈夫 家人 亲人 兄弟 姐妹 哥哥 姐姐 弟弟 妹妹 祖父 祖母 爷爷 奶奶 外公 外婆
+        孩子 子女 夫妇 夫妻 同学 同伴 伙伴 朋友 邻居 队伍 团队 人们 群众"""
+    )
+)
+# Two-character role nouns whose last character is also that of ordinary words (国家, 人生, 先天): closed lists.
+_ROLE_JIA = frozenset(_split("画家 作家 专家 商家 玩家 卖家 买家 藏家 行家 名家 赢家 庄家 厂家 店家 东家 管家 书家"))
+_ROLE_SHENG = frozenset(_split("医生 学生 考生 新生 师生 先生 门生 书生 男生 女生"))
+_ROLE_ENDS = tuple("师者员")  # 教师 律师 记者 患者 学者 演员 官员: the suffix of a person doing something
+_ROLE_ENDS_LONG = ("师", "家", "者", "员", "人员", "工人", "队", "手")  # 物理学家, 收藏家, 志愿者, 考古队, 歌手
+
+
+def is_role(word: str) -> bool:
+    """A noun naming a kind of person or group (画家, 物理学家, 患者, 父亲, 考古队): about anyone, never a key.
+
+    By morphology: the agent suffixes 师/家/者/员/手/队 on a word of three characters or more, 师/者/员 on two,
+    a two-character X人 (病人, 商人, 诗人), and the closed lists above for 家, 生 and kinship."""
+    if len(word) < 2:
+        return False
+    if word in _KINSHIP or word in _ROLE_JIA or word in _ROLE_SHENG:
+        return True
+    if len(word) == 2:
+        return word.endswith(_ROLE_ENDS) or word[1] == "人" or (word[1] == "长" and word[0] in _ROLE_HEADS)
+    return word.endswith(_ROLE_ENDS_LONG)
+
 
 
 def is_generic(word: str) -> bool:
@@ -95,7 +132,5 @@ def is_generic(word: str) -> bool:
         word in GENERIC_WORDS
         or word in _ORGANIZATION_SUFFIXES
         or word in _LOCATION_SUFFIXES
-        or (len(word) == 2 and word[1] == "长" and word[0] in _ROLE_HEADS)
+        or is_role(word)
     )
-
-

@@ -45,6 +45,9 @@ from sag_pg.extract.chinese_lexicon import (
     _RARE_SURNAMES,
     _ROLE_WORDS,
     _SHIP_CUES,
+    _TENURE_VERBS,
+    _TOWARDS_CHARS,
+    is_role,
     _STOP_CHARS,
     GENERIC_WORDS,
     is_generic,
@@ -86,6 +89,9 @@ _SHIP_RE = re.compile(
     f"(?<=[{_SHIP_CUES}])([\u4e00-\u9fff]{{2,4}}?号)"  # 科考船雪鸮号
     f"|(?<![\u4e00-\u9fff])([\u4e00-\u9fff]{{2,4}}?号)(?=[\u4e00-\u9fff]{{0,2}}[{_SHIP_CUES}])"  # 海燕号科考船
 )
+# Spacecraft and series: a two-character name, a Chinese numeral, 号 (嫦娥七号, 神舟十三号, 天宫二号).
+_NUMBERED_RE = re.compile("([\u4e00-\u9fff]{2})[一二三四五六七八九十]{1,3}号")
+_NOT_IN_NUMBERED = frozenset("年月日周第每一二三四五六七八九十百千万")
 
 
 class _Text:
@@ -127,6 +133,14 @@ def _scan_back(text: _Text, end: int, limit: int, *, any_verb: bool = False) -> 
         if not _is_han(ch) or ch in _STOP_CHARS or verb:
             break
         start -= 1
+    token = text.token_at[start] if start < end else None
+    if token is not None and token.start < start and end - start >= limit > 2:
+        # The scan reached its limit inside a word: 中国科学院… cut after 中 is 中国科学院 whole when jieba
+        # knows it as a name, else the name starts after that word (the 国科学院 of a limit is no name).
+        if token.flag in ("nt", "ns", "nz") and start - token.start <= 4:
+            start = token.start
+        else:
+            start = min(token.end, end)
     if not any_verb and end - start == 1 and start > 0 and text.text[start - 1] in _PREPOSITION_CHARS:
         # 和光基金会 at a clause start, 与向海集团: a one-character name with a preposition is the name
         before = start - 1
@@ -140,8 +154,8 @@ def _generic_prefix(text: _Text, start: int, end: int) -> bool:
     organization as object (创办公司), or prefix and suffix are one common word (合作项目): not a name."""
     prefix = text.text[start:end]
     token = text.token_at[start]
-    if prefix in _OBJECT_VERBS:
-        return True
+    if prefix in _OBJECT_VERBS or prefix in GENERIC_WORDS:
+        return True  # 古城遗址: a kind of place, not a name
     if token is not None and token.start == start and token.end > end:
         whole = token.flag not in ("nr", "ns", "nt", "nz") and text.frequency(token.word) > 0
         return whole and token.end <= end + 2  # 合作项目, 重点项目: the dictionary's own compound
@@ -169,17 +183,19 @@ def _suffix_spans(text: _Text) -> list[NameSpan]:
                 spans.extend(_organization_char_span(text, begin, end))
             continue
         if suffix in _PROJECT_SUFFIXES:
-            key_type, limit = "topic", 5
+            key_type, limit = "topic", 8  # 白鹭洲书院重建工程
         elif suffix in _LOCATION_SUFFIXES:
-            key_type, limit = "location", 4
+            key_type, limit = "location", 7  # 黄河三角洲湿地保护区
         else:
-            key_type, limit = "organization", 12
+            key_type, limit = "organization", 16
         start = _scan_back(text, begin, limit, any_verb=key_type != "organization")
         whole = text.token_at[begin]
         if whole is not None and whole.flag in ("nt", "ns") and whole.end == end and whole.start < start:
             start = whole.start  # 国家自然科学基金委员会: jieba knows the whole name (家 is no stop there)
         if begin - start < 2 or _generic_prefix(text, start, begin):
             continue
+        if key_type == "location" and "级" in text.text[start:begin]:
+            continue  # 省级自然保护区, 国家级风景区: a rank, not a name
         spans.append(NameSpan(start, end, key_type, text.text[start:end]))
         if key_type == "organization":
             spans.extend(_without_place(text, start, begin, end))
@@ -189,7 +205,10 @@ def _suffix_spans(text: _Text) -> list[NameSpan]:
 def _without_place(text: _Text, start: int, begin: int, end: int) -> list[NameSpan]:
     """The organization without the place it starts with: 乌瓦尔德市罗伯小学 -> 罗伯小学, 美国硅谷银行 -> 硅谷银行.
 
-    Not when what is left is generic: 商业银行 of 长江商业银行, 中级人民法院, 规划局."""
+    The place itself (东海省 of 东海省博物馆) is not made a key: measured, it cost precision on the key gold set.
+
+    Not the organization when what is left is generic: 商业银行 of 长江商业银行, 中级人民法院, 规划局, an
+    ordinal (第一中学 of 青州市第一中学)."""
     for cut in range(begin - 2, start, -1):
         token = text.token_at[cut - 1]
         after_place = text.text[cut - 1] in "省市县区州" or (
@@ -210,7 +229,8 @@ def _without_place(text: _Text, start: int, begin: int, end: int) -> list[NameSp
                 )
             )
         )
-        if common or _generic_prefix(text, cut, begin) or text.text[cut] in _PLACE_CHARS:
+        ordinal = text.text[cut] == "第"
+        if common or ordinal or _generic_prefix(text, cut, begin) or text.text[cut] in _PLACE_CHARS:
             return []
         return [NameSpan(cut, end, "organization", text.text[cut:end])]
     return []
@@ -236,7 +256,8 @@ def _place_span(text: _Text, begin: int, end: int) -> NameSpan | None:
     if token is not None and token.end > end and text.frequency(token.word):
         return None  # the head is inside a dictionary word: 市中心, 亚历山大, 山县 of 碧山县
     first = text.token_at[start]
-    if first is not None and first.start != start and text.text[start - 1] not in _STOP_CHARS:
+    inside = first is not None and first.start != start and text.text[start - 1] not in _STOP_CHARS
+    if inside and text.text[max(0, start - 2) : start] not in _TENURE_VERBS:
         return None  # the name would start inside a word: 口赛 of 港口赛区
     if (
         first is not None
@@ -269,17 +290,35 @@ def _organization_char_span(text: _Text, begin: int, end: int) -> list[NameSpan]
 
 def _name_boundary(text: _Text, position: int) -> bool:
     """Nothing of a name can be right before ``position``: a clause start, a stop, a place head, a verb."""
-    if text.clause_start(position):
+    if text.clause_start(position) or text.text[max(0, position - 2) : position] in _TENURE_VERBS:
         return True
     ch = text.text[position - 1]
-    return ch in _STOP_CHARS or ch in _PLACE_CHARS or text.verb_ends_at(position, any_verb=True)
+    before = text.token_at[position - 1]
+    place_before = before is not None and before.end == position and before.flag == "ns"  # 苏州 + 平江路
+    return ch in _STOP_CHARS or ch in _PLACE_CHARS or place_before or text.verb_ends_at(position, any_verb=True)
 
 
 def _ship_spans(text: _Text) -> list[NameSpan]:
-    return [NameSpan(m.start(), m.end(), "topic", m.group()) for m in _SHIP_RE.finditer(text.text)]
+    spans = []
+    for match in _SHIP_RE.finditer(text.text):
+        start = match.start()
+        first = text.token_at[start]
+        if first is not None and first.start == start and match.end() - 1 - first.end >= 2:
+            if first.flag not in ("nr", "ns", "nz", "nt") and text.frequency(first.word) >= 100:
+                start = first.end  # 海军破浪号: the navy is not part of the ship's name
+        spans.append(NameSpan(start, match.end(), "topic", text.text[start : match.end()]))
+    for match in _NUMBERED_RE.finditer(text.text):
+        start = match.start()
+        if any(ch in _NOT_IN_NUMBERED for ch in match.group(1)) or not _name_boundary(text, start):
+            continue
+        spans.append(NameSpan(start, match.end(), "topic", match.group()))
+    return spans
 
 
 _NAME_DOTS = frozenset("·•・‧")
+# Industry words that end a company's short name and open its full one: 星澜科技 of 星澜科技公司 is no
+# second organization (东岳大学 of 东岳大学法学院 and 凌霄通信公司 of 凌霄通信公司研究院 are).
+_INDUSTRY_SUFFIXES = ("科技", "保险", "证券", "资本", "信托")
 _PERSON_FLAGS = ("nr", "nrt", "nrfg")
 
 
@@ -345,7 +384,15 @@ def _person_spans(text: _Text) -> list[NameSpan]:
     for index, token in enumerate(tokens):
         word = token.word
         compound = next((s for s in _COMPOUND_SURNAMES if word.startswith(s)), None)
-        if compound is not None and (len(word) > 2 or token.flag in ("nr", "n", "nrfg", "j")):
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        one_char_given = (
+            len(word) == 2
+            and following is not None
+            and len(following.word) == 1
+            and following.flag in ("nr", "ng", "g", "j")
+            and following.word not in _STOP_CHARS
+        )  # 南宫/ns 瑾/nr: jieba reads the surname as the place
+        if compound is not None and (len(word) > 2 or token.flag in ("nr", "n", "nrfg", "j") or one_char_given):
             end = _given_name_end(text, token.start + 2)
             if end > token.start + 2:
                 spans.append(NameSpan(token.start, end, "person", text.text[token.start : end]))
@@ -385,6 +432,8 @@ def _person_spans(text: _Text) -> list[NameSpan]:
             and not text.frequency(word)
             and all(_is_han(ch) and ch not in _NOT_IN_PERSON_NAMES for ch in word[1:])
             and word[0] not in _PREPOSITION_CHARS
+            and word[:2] not in _TENURE_VERBS  # 曾任青: 曾任 + the place that follows
+            and not (index > 0 and tokens[index - 1].word in _PLACE_VERBS)  # 来自温陵: a place
             and token.flag not in ("ns", "nt", "m", "t")
         ):
             spans.append(NameSpan(token.start, token.start + len(word), "person", word))  # 顾听澜: unknown
@@ -418,28 +467,40 @@ def chinese_names(text: str, tagged: list[tuple[str, str]], freq: dict[str, int]
                 and outer.start <= span.start
                 and span.end <= outer.end
                 and (outer.start == span.start or outer.end == span.end)
+                and not (span.name.endswith(_INDUSTRY_SUFFIXES) and is_generic(text[span.end : outer.end]))
                 for outer in chosen
             ):
                 # 东岳大学 of 东岳大学法学院 (the parent institution), 罗伯小学 of 乌瓦尔德市罗伯小学 (the
-                # organization without its place, as other texts and questions write it): keys too
+                # organization without its place, as other texts and questions write it): keys too.  Not
+                # 星澜科技 of 星澜科技公司: only a suffix is left.
                 chosen.append(span)
     for index, token in enumerate(tokens):
         if any(taken[token.start : token.end]) or token.word in GENERIC_WORDS or len(token.word) < 2:
             continue
         word = token.word
         previous = tokens[index - 1] if index else None
+        if is_role(word):
+            continue  # 中学教师/nt, 博士生/nr: a kind of person, not a name
         if token.flag in ("nr", "nrfg", "nrt"):
             if previous is not None and previous.flag in ("m", "q"):
                 continue  # 一方古印: after a measure word, a thing
-            if previous is not None and previous.word in _PLACE_VERBS:
+            towards = (
+                previous is not None
+                and previous.word in _TOWARDS_CHARS
+                and index >= 2
+                and tokens[index - 2].flag == "ns"
+            )  # 成都至拉萨: a route between places
+            if previous is not None and (previous.word in _PLACE_VERBS or towards):
                 chosen.append(NameSpan(token.start, token.end, "location", word))  # 抵达拉萨
                 for i in range(token.start, token.end):
                     taken[i] = True
                 continue
             if word[0] in _PREPOSITION_CHARS and len(word) == 3 and not indexed.clause_start(token.start):
                 word = word[1:]  # 向临江: the preposition jieba glued on
-            if any(ch in _NOT_IN_PERSON_NAMES for ch in word):
-                continue  # 白与罗: two names jieba glued together around 与
+            if word[:2] in _TENURE_VERBS:
+                continue  # 曾任青 of 曾任青禾县县长
+            if any(ch in _NOT_IN_PERSON_NAMES for ch in word[1:]):
+                continue  # 白与罗: two names jieba glued together around 与 (于海波: 于 is the surname)
             chosen.append(NameSpan(token.end - len(word), token.end, "person", word))
         elif token.flag == "ns":
             bare = _PLACE_SIDE_RE.sub("", word)

@@ -58,7 +58,7 @@ _CHINESE_STOP_WORDS = _words(
 )
 _CHINESE_RELATIVE_TIMES = _words(
     """去年 今年 明年 当年 近年 多年 每年 前年 后年 往年 早年 晚年 同年 次年 翌年 当时 今天 昨天 明天 现在
-    以前 以后 目前"""
+    以前 以后 目前 昨日 今日 明日 近日 日前 此前 此后 当日 次日"""
 )
 _LOCATIVE_PREPOSITIONS = frozenset("在于到至往赴抵从自")
 _CHINESE_PLACE_SUFFIXES = tuple("城州郡县省市镇村关")
@@ -71,6 +71,7 @@ _PARENTHETICAL_RE = re.compile(r"\s*\([^)]*\)\s*$")
 _TIME_WORD_RE = re.compile(r"[\d年月日世纪朝代]")
 _ERA_YEAR_RE = re.compile(r"[元一二三四五六七八九十]+年")
 _TWO_HAN_RE = re.compile(r"[\u4e00-\u9fff]{2}")
+_MONTH_DAY_RE = re.compile(r"(?<![年\d])\d{1,2}月\d{1,2}[日号]")  # 3月12日 (a year before it is find_years')
 
 
 @lru_cache(maxsize=256)
@@ -184,7 +185,9 @@ def _quoted_keys(text: str, candidates: _Candidates) -> list[tuple[int, int]]:
     return spans
 
 
-def _chinese_keys(text: str, candidates: _Candidates) -> None:
+def _chinese_keys(text: str, candidates: _Candidates, quoted_spans: list[tuple[int, int]]) -> None:
+    for match in _MONTH_DAY_RE.finditer(text):
+        candidates.add(_TIME, "time", match.group())
     pairs = [(p.word, p.flag) for p in load_jieba_posseg().lcut(text)]
     starts: list[int] = []
     offset = 0
@@ -193,6 +196,10 @@ def _chinese_keys(text: str, candidates: _Candidates) -> None:
         offset += len(word)
     spans = chinese_names(text, pairs, load_jieba().dt.FREQ)
     taken = [False] * len(text)
+    for begin, end in quoted_spans:  # 《候鸟南飞》 is the key, not 候鸟 nor the person 南飞
+        for i in range(begin, end):
+            taken[i] = True
+    spans = [span for span in spans if not any(taken[span.start : span.end])]
     for span in spans:
         for i in range(span.start, span.end):
             taken[i] = True
@@ -329,7 +336,7 @@ class RuleExtractor:
         for surface, year in find_years(text):
             candidates.add(_TIME, "time", surface, year)
         if contains_han(text):
-            _chinese_keys(text, candidates)
+            _chinese_keys(text, candidates, quoted_spans)
         ranked = sorted(candidates.items, key=lambda item: item[0])  # stable: discovery order within a rank
         return [key for _, key in ranked[: self.max_keys_per_event]]
 
