@@ -58,7 +58,7 @@ GENERIC_WORDS = frozenset(
         家乡 省会 分公司 子公司 母公司 本市 本省 本县 全市 全省 分行 分所 学校 该校 毕业 工作 合作 协议 方案 报告 部门 机构 单位 团队 成员 人员 员工
         同事 领导 老师 专家 学者 记者 作者 天文学家 首席科学家 总裁 副总裁 董事 股东 市中心 境内 当地 本地 全国
         各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 海洋 古城 城市 乡村 农村 山区 沿海地区 交汇处 远洋货轮 科考船 破冰船 探险队
-        全球 全世界 世界 规模 故事 工厂 海军 陆军 空军 政府 附近 期间 情况"""
+        全球 全世界 世界 规模 故事 工厂 海军 陆军 空军 政府 附近 期间 情况 办公室 办事处 分部"""
     )
 )
 # The generic words a name never reaches over when scanned back (现任青岚计划 is 青岚计划): roles, not heads
@@ -67,7 +67,7 @@ _ROLE_WORDS = GENERIC_WORDS - frozenset(
     _split(
         """大学 学院 公司 集团 银行 医院 研究所 研究院 博物馆 基金会 项目 计划 工程 海洋 古城 城市 乡村 农村 山区
         沿海地区 市中心 境内 当地 本地 全国 各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 交汇处
-        全球 全世界 世界 规模 故事 工厂 海军 陆军 空军 政府 附近 期间 情况"""
+        全球 全世界 世界 规模 故事 工厂 海军 陆军 空军 政府 附近 期间 情况 办公室 办事处 分部"""
     )
 )
 # The ~120 commonest: only these start a name jieba did not see (安备, 官网, 原标题 are not names).
@@ -107,6 +107,7 @@ _KINSHIP = frozenset(
 # Two-character role nouns whose last character is also that of ordinary words (国家, 人生, 先天): closed lists.
 _ROLE_JIA = frozenset(_split("画家 作家 专家 商家 玩家 卖家 买家 藏家 行家 名家 赢家 庄家 厂家 店家 东家 管家 书家"))
 _ROLE_SHENG = frozenset(_split("医生 学生 考生 新生 师生 先生 门生 书生 男生 女生"))
+_STUDENTS = frozenset(_split("学生 究生 士生 习生 业生 学员"))  # 研究生, 博士生, 实习生, 毕业生; not 公共卫生
 _ROLE_ENDS = tuple("师者员")  # 教师 律师 记者 患者 学者 演员 官员: the suffix of a person doing something
 _ROLE_ENDS_LONG = ("师", "家", "者", "员", "人员", "工人", "队", "手")  # 物理学家, 收藏家, 志愿者, 考古队, 歌手
 
@@ -122,7 +123,7 @@ def is_role(word: str) -> bool:
         return True
     if len(word) == 2:
         return word.endswith(_ROLE_ENDS) or word[1] == "人" or (word[1] == "长" and word[0] in _ROLE_HEADS)
-    return word.endswith(_ROLE_ENDS_LONG)
+    return word.endswith(_ROLE_ENDS_LONG) or word[-2:] in _STUDENTS
 
 
 

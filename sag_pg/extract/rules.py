@@ -62,6 +62,9 @@ _CHINESE_RELATIVE_TIMES = _words(
 )
 _LOCATIVE_PREPOSITIONS = frozenset("在于到至往赴抵从自")
 _CHINESE_PLACE_SUFFIXES = tuple("城州郡县省市镇村关")
+# Chinese heads right after a Latin name ("Silk Road Archive项目", "Rotterdam港"): they say what it names.
+_CHINESE_PROJECT_HEADS = frozenset(("项目", "工程"))  # not 计划: "Aramco计划在…" is the verb "plans"
+_CHINESE_PLACE_HEADS = frozenset("港市省州岛")
 
 # ------------------------------------------------------------------------------------------ patterns
 _QUOTED_RE = re.compile(r"“([^”\n]{2,60})”|\"([^\"\n]{2,60})\"|《([^》\n]{1,40})》|「([^」\n]{1,40})」")
@@ -158,15 +161,25 @@ def _english_keys(
             continue  # "Need Is Love" is what is left of the subject "All You Need Is Love"
         single = len(phrase.tokens) == 1
         word = phrase.words[0]
+        after = text[phrase.tokens[-1][2] : phrase.tokens[-1][2] + 2]
         if single and len(word) == 1 and contains_han(text[max(0, start - 1) : phrase.tokens[0][2] + 1]):
             continue  # the B of B站, the A of A股: a letter that is part of a Chinese word
-        initial_only = single and phrase.sentence_initial and word.isalpha() and not word.isupper()
+        next_to_han = contains_han(text[max(0, start - 1) : start]) or contains_han(after[:1])
+        initial_only = (
+            single and phrase.sentence_initial and word.isalpha() and not word.isupper() and not next_to_han
+        )  # "Born", "Critics"; but in Chinese text a capital is a name's: Tesla上海, Kronborg号
         if initial_only and word not in evidence:
             continue  # "Born", "Critics": capitalised only because a sentence starts there
         if key_type in ("topic", "person") and single:
             full = next((p for p in known_persons if name in (p.split()[-1], p.split()[0])), None)
             if full is not None:
                 key_type, name = "person", full  # "Rogers" after "Carl Rogers"
+        if after[:1] == "号":
+            key_type, name = "topic", name + "号"  # Sea Falcon号: a ship, as 长风号 is
+        elif after in _CHINESE_PROJECT_HEADS:
+            candidates.add(_PHRASE, "topic", name + after)  # Gemini项目: the project, and Gemini below
+        elif after[:1] in _CHINESE_PLACE_HEADS and key_type in ("topic", "person"):
+            key_type = "location"  # Rotterdam港
         priority = _NAMED if key_type != "topic" else (_WORD if single else _PHRASE)
         candidates.add(priority, key_type, name)
 
