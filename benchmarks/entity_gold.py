@@ -21,7 +21,9 @@ from tests.entity_gold import load_gold, score
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--errors", action="store_true", help="list every false positive / negative")
     parser.add_argument("--keys", action="store_true", help="list the keys of every sentence")
     args = parser.parse_args(argv)
@@ -38,8 +40,10 @@ def main(argv: list[str]) -> int:
     seconds = time.perf_counter() - start
     chars = sum(len(s.text) for s in gold)
     result = score(extract, gold)
-    print(f"{len(gold)} sentences, {chars} characters, {chars / seconds:,.0f} chars/s, "
-          f"{sum(map(len, keys)) / len(gold):.1f} keys per sentence")
+    print(
+        f"{len(gold)} sentences, {chars} characters, {chars / seconds:,.0f} chars/s, "
+        f"{sum(map(len, keys)) / len(gold):.1f} keys per sentence"
+    )
     print(result.table())
     if args.errors:
         for kind, lang, key_type, name, text in result.errors:

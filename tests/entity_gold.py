@@ -105,7 +105,9 @@ class Counts:
 class Score:
     counts: dict[tuple[str, str], Counts] = field(default_factory=dict)  # (lang, type)
     forbidden: list[tuple[str, str, str]] = field(default_factory=list)  # (text, type, name)
-    errors: list[tuple[str, str, str, str, str]] = field(default_factory=list)  # (kind, lang, type, name, text)
+    errors: list[tuple[str, str, str, str, str]] = field(
+        default_factory=list
+    )  # (kind, lang, type, name, text)
 
     def counts_for(self, lang: str, key_type: str) -> Counts:
         return self.counts.setdefault((lang, key_type), Counts())
@@ -132,7 +134,9 @@ class Score:
 
 
 def _row(lang: str, label: str, c: Counts) -> str:
-    return f"{lang:<6} {label:<13} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} {c.tp:4d} {c.fp:3d} {c.fn:3d}"
+    return (
+        f"{lang:<6} {label:<13} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} {c.tp:4d} {c.fp:3d} {c.fn:3d}"
+    )
 
 
 def _time_parts(gold_time: str) -> tuple[str, str]:

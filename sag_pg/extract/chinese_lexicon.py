@@ -45,7 +45,9 @@ _OBJECT_VERBS = frozenset(
     )
 )
 # After these a name is a place (抵达拉萨: jieba says nr).
-_PLACE_VERBS = frozenset(_split("抵达 到达 前往 来到 飞往 赶赴 回到 返回 途经 访问 位于 地处 路过 定居 来自 移居 迁居"))
+_PLACE_VERBS = frozenset(
+    _split("抵达 到达 前往 来到 飞往 赶赴 回到 返回 途经 访问 位于 地处 路过 定居 来自 移居 迁居")
+)
 # One-character prepositions of direction: 成都至拉萨, 飞往 is a verb above.
 _TOWARDS_CHARS = frozenset("至到往赴抵")
 # Verbs of holding an office: 曾任青禾县县长 is 曾任 + 青禾县, not the name 曾任青.
@@ -105,11 +107,22 @@ _KINSHIP = frozenset(
     )
 )
 # Two-character role nouns whose last character is also that of ordinary words (国家, 人生, 先天): closed lists.
-_ROLE_JIA = frozenset(_split("画家 作家 专家 商家 玩家 卖家 买家 藏家 行家 名家 赢家 庄家 厂家 店家 东家 管家 书家"))
+_ROLE_JIA = frozenset(
+    _split("画家 作家 专家 商家 玩家 卖家 买家 藏家 行家 名家 赢家 庄家 厂家 店家 东家 管家 书家")
+)
 _ROLE_SHENG = frozenset(_split("医生 学生 考生 新生 师生 先生 门生 书生 男生 女生"))
 _STUDENTS = frozenset(_split("学生 究生 士生 习生 业生 学员"))  # 研究生, 博士生, 实习生, 毕业生; not 公共卫生
 _ROLE_ENDS = tuple("师者员")  # 教师 律师 记者 患者 学者 演员 官员: the suffix of a person doing something
-_ROLE_ENDS_LONG = ("师", "家", "者", "员", "人员", "工人", "队", "手")  # 物理学家, 收藏家, 志愿者, 考古队, 歌手
+_ROLE_ENDS_LONG = (
+    "师",
+    "家",
+    "者",
+    "员",
+    "人员",
+    "工人",
+    "队",
+    "手",
+)  # 物理学家, 收藏家, 志愿者, 考古队, 歌手
 
 
 def is_role(word: str) -> bool:
@@ -126,12 +139,8 @@ def is_role(word: str) -> bool:
     return word.endswith(_ROLE_ENDS_LONG) or word[-2:] in _STUDENTS
 
 
-
 def is_generic(word: str) -> bool:
     """A word that is never a key on its own: a role (所长, 局长), a suffix alone (大学, 图书馆), 总部…"""
     return (
-        word in GENERIC_WORDS
-        or word in _ORGANIZATION_SUFFIXES
-        or word in _LOCATION_SUFFIXES
-        or is_role(word)
+        word in GENERIC_WORDS or word in _ORGANIZATION_SUFFIXES or word in _LOCATION_SUFFIXES or is_role(word)
     )

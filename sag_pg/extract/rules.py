@@ -180,6 +180,10 @@ def _english_keys(
             candidates.add(_PHRASE, "topic", name + after)  # Gemini项目: the project, and Gemini below
         elif after[:1] in _CHINESE_PLACE_HEADS and key_type in ("topic", "person"):
             key_type = "location"  # Rotterdam港
+        elif key_type == "topic" and single and next_to_han and word.isalpha() and not word.isupper():
+            # A capitalised Latin word in Chinese prose (Tesla, Vodafone, Reuters): Chinese writes places and
+            # people in Han, and leaves companies, brands and media in Latin.  Not acronyms: GDP, CPI, IPO.
+            key_type = "organization"
         priority = _NAMED if key_type != "topic" else (_WORD if single else _PHRASE)
         candidates.add(priority, key_type, name)
 
@@ -255,8 +259,8 @@ def _chinese_keys(text: str, candidates: _Candidates, quoted_spans: list[tuple[i
         if following_flag == "t" and _ERA_YEAR_RE.fullmatch(following_word):
             continue  # 建安 of 建安五年: the era year is the key
         key_type, priority = mapped
-        if key_type == "topic" and is_generic(word):
-            continue  # 总部, 工程师, 所长: roles and parts of anything, edges to everything
+        if is_generic(word):
+            continue  # 总部, 工程师, 所长, the action 工作: roles and parts of anything, edges to everything
         after_locative = index > 0 and pairs[index - 1][0] in _LOCATIVE_PREPOSITIONS
         if key_type == "topic" and after_locative and following_flag == "v":
             key_type, priority = "location", _NAMED  # 在赤壁迎战
