@@ -162,7 +162,9 @@ def score(extract: Extract, sentences: list[GoldSentence], langs: Iterable[str] 
         gold_names = {n for _, n in gold}
         optional_names = {n for _, n in optional}
 
-        def record(kind: str, key_type: str, names: Iterable[str]) -> None:
+        def record(
+            kind: str, key_type: str, names: Iterable[str], lang: str = lang, text: str = text
+        ) -> None:
             result.errors.extend((kind, lang, key_type, n, text) for n in sorted(names))
 
         for key_type in NAMED_TYPES:

@@ -45,12 +45,12 @@ from sag_pg.extract.chinese_lexicon import (
     _RARE_SURNAMES,
     _ROLE_WORDS,
     _SHIP_CUES,
+    _STOP_CHARS,
     _TENURE_VERBS,
     _TOWARDS_CHARS,
-    is_role,
-    _STOP_CHARS,
     GENERIC_WORDS,
     is_generic,
+    is_role,
 )
 
 __all__ = ["GENERIC_WORDS", "NameSpan", "chinese_names", "is_generic"]
@@ -303,9 +303,14 @@ def _ship_spans(text: _Text) -> list[NameSpan]:
     for match in _SHIP_RE.finditer(text.text):
         start = match.start()
         first = text.token_at[start]
-        if first is not None and first.start == start and match.end() - 1 - first.end >= 2:
-            if first.flag not in ("nr", "ns", "nz", "nt") and text.frequency(first.word) >= 100:
-                start = first.end  # 海军破浪号: the navy is not part of the ship's name
+        if (
+            first is not None
+            and first.start == start
+            and match.end() - 1 - first.end >= 2
+            and first.flag not in ("nr", "ns", "nz", "nt")
+            and text.frequency(first.word) >= 100
+        ):
+            start = first.end  # 海军破浪号: the navy is not part of the ship's name
         spans.append(NameSpan(start, match.end(), "topic", text.text[start : match.end()]))
     for match in _NUMBERED_RE.finditer(text.text):
         start = match.start()
