@@ -44,9 +44,10 @@ _MONTH_FIRST_NAMES = _words("jan may june april august")
 _HONORIFICS = _words(
     """mr mrs ms miss dr prof professor sir dame lord lady president king queen prince princess emperor
     empress pope gen colonel col captain capt senator sen governor gov judge rev reverend father
-    bishop archbishop cardinal chancellor minister rabbi sheikh sultan chairman ceo lieutenant lt sergeant sgt
-    admiral commander cmdr marshal corporal"""
-)
+    bishop archbishop cardinal chancellor minister rabbi sheikh sultan chairman ceo"""
+) | _words("lieutenant lt sergeant sgt admiral commander cmdr marshal corporal")
+# Ranks are honorifics only before a full name ("Lieutenant Arthur Penrose"): the Admiral Twin is a cinema.
+_RANKS = _words("lieutenant lt sergeant sgt admiral commander cmdr marshal corporal")
 _ORGANIZATION_WORDS = _words(
     """inc inc. corp corporation company co ltd llc plc gmbh ag sa university college institute institution
     academy school association society party church foundation council committee commission agency
@@ -301,6 +302,8 @@ def _clean_phrase(phrase: _Phrase) -> _Phrase | None:
             break  # MS Nordkapp is a ship, not Ms. Nordkapp
         if head in _HONORIFICS and len(tokens) > 1 and phrase.preceding[1] in _SHIP_CUES | _WORK_CUES:
             break  # aboard the Queen Adelaide: a ship named after a queen
+        if head in _RANKS and len(tokens) < 3:
+            break
         if head in _HONORIFICS:
             if len(tokens) == 1:
                 return None  # "Dr" of "Dr. Carl Rogers": the name follows as its own phrase
