@@ -59,8 +59,12 @@ _ORGANIZATION_WORDS = _words(
     motors energy pharmaceuticals pharma holdings industries enterprises software solutions services
     media brewery breweries dynamics aerospace logistics partners ventures capital batteries shipping
     maritime insurance trust mining chemicals securities consulting resorts observatory archive archives
-    analytics investments fisheries shipyard telecom gazette herald tribune courier seafood seafoods
-    engineering semiconductor semiconductors health sons brothers daily weekly fund funds research"""
+    analytics investments fisheries shipyard telecom gazette herald tribune courier seafood seafoods"""
+)
+# Heads that make an organization only after a name ("Okoth Engineering", "Seoul Daily", "Blue Harbor Fund"):
+# alone, "Engineering" or "Research" is a subject.
+_ORGANIZATION_TAIL_WORDS = _words(
+    "engineering semiconductor semiconductors health sons brothers daily weekly fund funds research"
 )
 _PROJECT_WORDS = _words("project projects program programme initiative mission")
 _LOCATION_WORDS = _words(
@@ -70,15 +74,16 @@ _LOCATION_WORDS = _words(
     prefecture estuary fjord glacier strait gulf"""
 )
 _LOCATION_PREFIXES = _words(
-    "new san santa los las fort port mount lake cape saint st east west north south river isle loch gulf"
+    "new san santa los las fort port mount lake cape saint st east west north south river isle loch"
 )
 # "St. Luke's Hospital", "Mt. Kenya": an abbreviation whose full stop does not end the name.
 _ABBREVIATIONS = frozenset(("St", "Mt", "Ft"))
 # "the novel Winter Harbour", "the film Silent Tide": a work is a topic, whatever its words.
 _WORK_CUES = _words("novel film movie book album song play opera documentary poem painting musical symphony")
 # "joined Brightwave", "played for Atlético Verde": what one joins or plays/works for is an organization.
-_ORGANIZATION_CUES = _words("joined joining joins")
 _SERVICE_VERBS = _words("played plays playing worked works working signed signing")
+# "according to X" is no motion: these words before to/from end the search for a motion verb.
+_NOT_MOTION = _words("according due prior close next thanks compared relative")
 _LOCATION_CUES = _words("in at near outside across")
 _PLACE_NOUNS = _words("city town village state province county country region island capital district")
 # "the coast of Finnmark", "mayor of Ibadan": the name after "of" is a place.
@@ -353,17 +358,12 @@ def _classify(phrase: _Phrase, name: str) -> str:
     lowered = [re.sub(r"['’]s$", "", w.lower().rstrip(".")) for w in phrase.words]
     if phrase.preceding[1] in _SHIP_CUES | _WORK_CUES or (len(lowered) >= 2 and lowered[0] in _SHIP_PREFIXES):
         return "topic"  # the research vessel Kronprins Haakon, MS Nordkapp, the novel Winter Harbour
-    if any(w in _ORGANIZATION_WORDS for w in lowered):
+    if any(w in _ORGANIZATION_WORDS for w in lowered) or (
+        len(lowered) >= 2 and lowered[-1] in _ORGANIZATION_TAIL_WORDS
+    ):
         return "organization"
     if len(lowered) >= 2 and lowered[-1] in _PROJECT_WORDS:
         return "topic"  # the Aurora Grid Initiative, the Qinglan Project: a project, as 青岚计划 is
-    before, last = phrase.preceding
-    if name.lower() not in _GAZETTEER and (
-        last in _ORGANIZATION_CUES or (last == "for" and before in _SERVICE_VERBS)
-    ):
-        return "organization"  # joined Brightwave, played for Atlético Verde
-    if any(_camel_case(w) for w in phrase.words):
-        return "organization"  # Google DeepMind, OpenAI: company names, not persons
     if name.lower() in _GAZETTEER or any(w in _LOCATION_WORDS for w in lowered[1:]):
         return "location"
     if len(lowered) >= 2 and (
@@ -374,11 +374,16 @@ def _classify(phrase: _Phrase, name: str) -> str:
     next_word = _NEXT_WORD_RE.match(phrase.following_text)
     used_as_noun = next_word is None or next_word.group(1) in _FUNCTION_WORDS  # not "in Chinese mythology"
     demonym = len(lowered) == 1 and lowered[0].endswith(_DEMONYM_SUFFIXES)  # "in Akkadian and Sumerian myths"
+    before, last = phrase.preceding
     moved = (
         last in _ARRIVAL_VERBS
         or last in _MOTION_VERBS
         or (last in ("from", "to", "for") and before in _MOTION_VERBS)
-        or (last in ("from", "to") and any(w in _MOTION_VERBS for w in phrase.context[-5:-1]))
+        or (
+            last in ("from", "to")
+            and before not in _NOT_MOTION
+            and any(w in _MOTION_VERBS for w in phrase.context[-4:-1])
+        )
     )  # sailed from Longyearbyen, moved to Bergen, reached Tromsø, moved its headquarters to Plymouth
     if (
         used_as_noun
@@ -389,6 +394,8 @@ def _classify(phrase: _Phrase, name: str) -> str:
     after_comma = _AFTER_COMMA_RE.match(phrase.following_text)
     if after_comma is not None and after_comma.group(1).lower() in _GAZETTEER:
         return "location"  # Oak Park, Illinois
+    if name.lower() not in _GAZETTEER and last == "for" and before in _SERVICE_VERBS:
+        return "organization"  # played for Atlético Verde, worked for Halden
     if phrase.after_honorific:
         return "person"
     if "&" in name:

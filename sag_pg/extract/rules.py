@@ -180,9 +180,9 @@ def _english_keys(
             candidates.add(_PHRASE, "topic", name + after)  # Gemini项目: the project, and Gemini below
         elif after[:1] in _CHINESE_PLACE_HEADS and key_type in ("topic", "person"):
             key_type = "location"  # Rotterdam港
-        elif key_type == "topic" and single and next_to_han and word.isalpha() and not word.isupper():
-            # A capitalised Latin word in Chinese prose (Tesla, Vodafone, Reuters): Chinese writes places and
-            # people in Han, and leaves companies, brands and media in Latin.  Not acronyms: GDP, CPI, IPO.
+        elif key_type == "topic" and next_to_han and all(w.isalpha() and not w.isupper() for w in phrase.words):
+            # A capitalised Latin name in Chinese prose (Tesla, Reuters, Google DeepMind): Chinese writes places
+            # and people in Han, and leaves companies, brands and media in Latin.  Not acronyms: GDP, CPI, IPO.
             key_type = "organization"
         priority = _NAMED if key_type != "topic" else (_WORD if single else _PHRASE)
         candidates.add(priority, key_type, name)
