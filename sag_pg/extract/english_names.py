@@ -359,7 +359,7 @@ def _classify(phrase: _Phrase, name: str) -> str:
     if phrase.preceding[1] in _SHIP_CUES | _WORK_CUES or (len(lowered) >= 2 and lowered[0] in _SHIP_PREFIXES):
         return "topic"  # the research vessel Kronprins Haakon, MS Nordkapp, the novel Winter Harbour
     if any(w in _ORGANIZATION_WORDS for w in lowered) or (
-        len(lowered) >= 2 and lowered[-1] in _ORGANIZATION_TAIL_WORDS
+        any(w in _ORGANIZATION_TAIL_WORDS for w in lowered[1:])
     ):
         return "organization"
     if len(lowered) >= 2 and lowered[-1] in _PROJECT_WORDS:
