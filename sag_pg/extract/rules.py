@@ -203,8 +203,8 @@ def _quoted_keys(text: str, candidates: _Candidates) -> list[tuple[int, int]]:
 
 
 def _chinese_keys(text: str, candidates: _Candidates, quoted_spans: list[tuple[int, int]]) -> None:
-    for match in _MONTH_DAY_RE.finditer(text):
-        candidates.add(_TIME, "time", match.group())
+    for match in _MONTH_DAY_RE.finditer(text):  # last in rank: a date without its year must not push a name
+        candidates.add(_ACTION, "time", match.group())  # or a topic out of the event's capped keys
     pairs = [(p.word, p.flag) for p in load_jieba_posseg().lcut(text)]
     starts: list[int] = []
     offset = 0
