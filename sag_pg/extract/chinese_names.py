@@ -21,84 +21,39 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sag_pg.extract.chinese_lexicon import (
+    _BAD_CONTINUATIONS,
+    _COMMON_SURNAMES,
+    _COMMON_VERB_FREQ,
+    _COMPOUND_SURNAMES,
+    _GENERIC_PREFIX_FREQ,
+    _GIVEN_NAME_MAX_FREQ,
+    _GOVERNMENT_ENDS,
+    _HAN_RE,
+    _LOCATION_SUFFIXES,
+    _NOT_IN_PERSON_NAMES,
+    _OBJECT_VERBS,
+    _ORGANIZATION_CHARS,
+    _ORGANIZATION_SUFFIXES,
+    _PLACE_CHARS,
+    _PLACE_HEAD_WORD_FREQ,
+    _PLACE_PREFIX_MAX_FREQ,
+    _PLACE_SIDE_RE,
+    _PLACE_VERBS,
+    _PREPOSITION_CHARS,
+    _PROJECT_SUFFIXES,
+    _RARE_SURNAMES,
+    _ROLE_WORDS,
+    _SHIP_CUES,
+    _STOP_CHARS,
+    _TENURE_VERBS,
+    _TOWARDS_CHARS,
+    GENERIC_WORDS,
+    is_generic,
+    is_role,
+)
+
 __all__ = ["GENERIC_WORDS", "NameSpan", "chinese_names", "is_generic"]
-
-
-def _split(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-# -------------------------------------------------------------------------------------------- lexicons
-_ORGANIZATION_SUFFIXES = _split(
-    "大学 学院 中学 小学 书院 研究所 研究院 研究中心 实验室 博物馆 美术馆 图书馆 纪念馆 科技馆 公司 集团 "
-    "银行 医院 基金会 协会 学会 委员会 资本 证券 法院 检察院 出版社 报社 电视台 事务所 俱乐部 剧院 乐团 酒店"
-)
-_LOCATION_SUFFIXES = _split("沙漠 海峡 半岛 高原 平原 盆地 群岛 山脉 自治区")
-_PLACE_CHARS = "省市县区镇乡村港山湖岛路街湾峰"
-_ORGANIZATION_CHARS = "厂局厅"  # one-character heads of organizations: 金陵机械厂, 广州市规划局  # one-character place heads: 临川市, 白露湖, 长安路
-_PROJECT_SUFFIXES = _split("计划 项目")
-_SHIP_CUES = "船轮舰艇"
-# What follows a suffix and makes it a different word: 大学生 is a student, 公司法 a law.
-_BAD_CONTINUATIONS = {"大学": "生", "公司": "法", "银行": "家卡", "项目": "组", "计划": "书"}
-# Characters that never sit inside a name here: prepositions, conjunctions, particles, demonstratives,
-# measure words.  A name scanned back from its suffix stops at them.
-_STOP_CHARS = frozenset(
-    "于在与和及或同跟向从对被由把将为给让使以是的了着过之其该这那此每各本全某所个家位座名条批种些届次已曾也都并而就还又再到往赴至"
-)
-_PREPOSITION_CHARS = frozenset("于在与和向从对被由同跟")
-_NOT_IN_PERSON_NAMES = frozenset("于在与和及或的了着是该这那")
-# Verbs that take an organization or place as object (担任X, 调任X); common verbs are caught by frequency.
-_OBJECT_VERBS = frozenset(
-    _split(
-        """担任 调任 进入 加入 创办 成立 来自 前往 位于 设在 毕业 就职 就读 任职 收购 起诉 领导 管理 访问 离开
-        参观 考察 捐赠 投资 签约 入职 供职 转入 调往 派往 借调 留学 攻读 返回 回到 抵达 到达 代表 出席 参加 合并
-        并购 加盟 隶属 属于 联合 支持 资助 赞助 委托 邀请 批准 分配 飞往 赶赴 来到 途经"""
-    )
-)
-# After these a name is a place (抵达拉萨: jieba says nr).
-_PLACE_VERBS = frozenset(_split("抵达 到达 前往 来到 飞往 赶赴 回到 返回 途经 访问 位于 地处 路过 定居"))
-# Nouns that name a role, a part of an organization or a generic thing: never keys on their own.
-GENERIC_WORDS = frozenset(
-    _split(
-        """总部 项目 计划 工程 工程师 研究 现任 所长 大学 学院 公司 集团 银行 医院 研究所 研究院 博物馆 基金会
-        馆长 院长 校长 董事长 总经理 经理 主任 教授 博士 硕士 学生 创始人 负责人 主持人 合伙人 首席 科学家 导师
-        家乡 省会 分公司 子公司 母公司 本市 本省 本县 全市 全省 分行 分所 学校 该校 毕业 工作 合作 协议 方案 报告 部门 机构 单位 团队 成员 人员 员工
-        同事 领导 老师 专家 学者 记者 作者 天文学家 首席科学家 总裁 副总裁 董事 股东 市中心 境内 当地 本地 全国
-        各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 海洋 古城 城市 乡村 农村 山区 沿海地区 交汇处 远洋货轮 科考船 破冰船 探险队"""
-    )
-)
-# The generic words a name never reaches over when scanned back (现任青岚计划 is 青岚计划): roles, not heads
-# (大学 of 白鹭大学附属医院) nor places (海洋 of 远澜海洋研究院).
-_ROLE_WORDS = GENERIC_WORDS - frozenset(
-    _split(
-        """大学 学院 公司 集团 银行 医院 研究所 研究院 博物馆 基金会 项目 计划 工程 海洋 古城 城市 乡村 农村 山区
-        沿海地区 市中心 境内 当地 本地 全国 各地 东南 东北 西南 西北 东部 西部 南部 北部 中部 交汇处"""
-    )
-)
-# The ~120 commonest: only these start a name jieba did not see (安备, 官网, 原标题 are not names).
-_COMMON_SURNAMES = frozenset(
-    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林罗高郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘蔡蒋余杜叶程魏苏吕丁任沈姚卢姜崔钟"
-    "谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤常温康施文牛樊葛邢"
-)
-# Rarer surnames join a given name only where jieba itself tagged the character a name (芮/nr 晴川).
-_RARE_SURNAMES = frozenset(
-    "安齐易乔伍庞颜倪庄聂章鲁岳翟殷詹申欧耿关兰焦俞左柳甘祝包宁尚符舒阮柯纪梅童凌毕单季裴霍涂成苗谷盛曲翁冉骆蓝"
-    "路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳时穆农司卓古吉缪简车项连芦麦褚娄窦戚岑景党宫费卜冷晏席卫米柏宗瞿"
-    "桂全佟应臧闵苟邬边卞姬师仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩明佘池查麻苑迟邝官封谈匡鞠惠荆乐冀郁胥南班储原栗"
-    "燕楚鄢劳谌奚皮粟冼蔺楼盘满闻厉伊仝郜阚花权强帅屠豆朴盖练廉禹井祖漆巴丰支卿狄平计索宣晋相初门云容敬扈晁芮"
-)
-_COMPOUND_SURNAMES = _split(
-    "欧阳 司马 诸葛 上官 慕容 东方 公孙 令狐 皇甫 司徒 夏侯 长孙 宇文 尉迟 钟离 端木 独孤 南宫 西门 百里"
-)
-# A given name is rare as a dictionary word; 速度, 水平 after 高 are not names.
-_GIVEN_NAME_MAX_FREQ = 1500
-_COMMON_VERB_FREQ = 2000  # a verb this frequent ends a name scanned back from its suffix
-_GENERIC_PREFIX_FREQ = 3000  # 社区医院, 科技公司: a frequent common noun alone is not a name
-_PLACE_HEAD_WORD_FREQ = 1000  # 地区, 社区: the last character and the place head form a common word
-_PLACE_PREFIX_MAX_FREQ = 500  # 人生路: a place's own name is rarely a common word
-_GOVERNMENT_ENDS = tuple("部局厅署委")
-_PLACE_SIDE_RE = re.compile("(?:畔|边|旁|一带|附近|沿岸)$")  # 黄浦江畔 is 黄浦江
-_HAN_RE = re.compile(r"[\u3400-\u9fff]")
 
 
 @dataclass(frozen=True)
@@ -120,19 +75,6 @@ class _Token:
         return self.start + len(self.word)
 
 
-_ROLE_HEADS = frozenset("局部厅处科院校所馆社会市县省镇村乡区股组队班团行店厂司")
-
-
-def is_generic(word: str) -> bool:
-    """A word that is never a key on its own: a role (所长, 局长), a suffix alone (大学, 图书馆), 总部…"""
-    return (
-        word in GENERIC_WORDS
-        or word in _ORGANIZATION_SUFFIXES
-        or word in _LOCATION_SUFFIXES
-        or (len(word) == 2 and word[1] == "长" and word[0] in _ROLE_HEADS)
-    )
-
-
 def _is_han(ch: str) -> bool:
     return bool(_HAN_RE.match(ch))
 
@@ -147,6 +89,9 @@ _SHIP_RE = re.compile(
     f"(?<=[{_SHIP_CUES}])([\u4e00-\u9fff]{{2,4}}?号)"  # 科考船雪鸮号
     f"|(?<![\u4e00-\u9fff])([\u4e00-\u9fff]{{2,4}}?号)(?=[\u4e00-\u9fff]{{0,2}}[{_SHIP_CUES}])"  # 海燕号科考船
 )
+# Spacecraft and series: a two-character name, a Chinese numeral, 号 (嫦娥七号, 神舟十三号, 天宫二号).
+_NUMBERED_RE = re.compile("([\u4e00-\u9fff]{2})[一二三四五六七八九十]{1,3}号")
+_NOT_IN_NUMBERED = frozenset("年月日周第每一二三四五六七八九十百千万")
 
 
 class _Text:
@@ -188,6 +133,14 @@ def _scan_back(text: _Text, end: int, limit: int, *, any_verb: bool = False) -> 
         if not _is_han(ch) or ch in _STOP_CHARS or verb:
             break
         start -= 1
+    token = text.token_at[start] if start < end else None
+    if token is not None and token.start < start and end - start >= limit > 2:
+        # The scan reached its limit inside a word: 中国科学院… cut after 中 is 中国科学院 whole when jieba
+        # knows it as a name, else the name starts after that word (the 国科学院 of a limit is no name).
+        if token.flag in ("nt", "ns", "nz") and start - token.start <= 4:
+            start = token.start
+        else:
+            start = min(token.end, end)
     if not any_verb and end - start == 1 and start > 0 and text.text[start - 1] in _PREPOSITION_CHARS:
         # 和光基金会 at a clause start, 与向海集团: a one-character name with a preposition is the name
         before = start - 1
@@ -201,8 +154,8 @@ def _generic_prefix(text: _Text, start: int, end: int) -> bool:
     organization as object (创办公司), or prefix and suffix are one common word (合作项目): not a name."""
     prefix = text.text[start:end]
     token = text.token_at[start]
-    if prefix in _OBJECT_VERBS:
-        return True
+    if prefix in _OBJECT_VERBS or prefix in GENERIC_WORDS:
+        return True  # 古城遗址: a kind of place, not a name
     if token is not None and token.start == start and token.end > end:
         whole = token.flag not in ("nr", "ns", "nt", "nz") and text.frequency(token.word) > 0
         return whole and token.end <= end + 2  # 合作项目, 重点项目: the dictionary's own compound
@@ -230,17 +183,19 @@ def _suffix_spans(text: _Text) -> list[NameSpan]:
                 spans.extend(_organization_char_span(text, begin, end))
             continue
         if suffix in _PROJECT_SUFFIXES:
-            key_type, limit = "topic", 5
+            key_type, limit = "topic", 8  # 白鹭洲书院重建工程
         elif suffix in _LOCATION_SUFFIXES:
-            key_type, limit = "location", 4
+            key_type, limit = "location", 7  # 黄河三角洲湿地保护区
         else:
-            key_type, limit = "organization", 12
+            key_type, limit = "organization", 16
         start = _scan_back(text, begin, limit, any_verb=key_type != "organization")
         whole = text.token_at[begin]
         if whole is not None and whole.flag in ("nt", "ns") and whole.end == end and whole.start < start:
             start = whole.start  # 国家自然科学基金委员会: jieba knows the whole name (家 is no stop there)
         if begin - start < 2 or _generic_prefix(text, start, begin):
             continue
+        if key_type == "location" and "级" in text.text[start:begin]:
+            continue  # 省级自然保护区, 国家级风景区: a rank, not a name
         spans.append(NameSpan(start, end, key_type, text.text[start:end]))
         if key_type == "organization":
             spans.extend(_without_place(text, start, begin, end))
@@ -250,7 +205,10 @@ def _suffix_spans(text: _Text) -> list[NameSpan]:
 def _without_place(text: _Text, start: int, begin: int, end: int) -> list[NameSpan]:
     """The organization without the place it starts with: 乌瓦尔德市罗伯小学 -> 罗伯小学, 美国硅谷银行 -> 硅谷银行.
 
-    Not when what is left is generic: 商业银行 of 长江商业银行, 中级人民法院, 规划局."""
+    The place itself (东海省 of 东海省博物馆) is not made a key: measured, it cost precision on the key gold set.
+
+    Not the organization when what is left is generic: 商业银行 of 长江商业银行, 中级人民法院, 规划局, an
+    ordinal (第一中学 of 青州市第一中学)."""
     for cut in range(begin - 2, start, -1):
         token = text.token_at[cut - 1]
         after_place = text.text[cut - 1] in "省市县区州" or (
@@ -271,7 +229,8 @@ def _without_place(text: _Text, start: int, begin: int, end: int) -> list[NameSp
                 )
             )
         )
-        if common or _generic_prefix(text, cut, begin) or text.text[cut] in _PLACE_CHARS:
+        ordinal = text.text[cut] == "第"
+        if common or ordinal or _generic_prefix(text, cut, begin) or text.text[cut] in _PLACE_CHARS:
             return []
         return [NameSpan(cut, end, "organization", text.text[cut:end])]
     return []
@@ -297,7 +256,8 @@ def _place_span(text: _Text, begin: int, end: int) -> NameSpan | None:
     if token is not None and token.end > end and text.frequency(token.word):
         return None  # the head is inside a dictionary word: 市中心, 亚历山大, 山县 of 碧山县
     first = text.token_at[start]
-    if first is not None and first.start != start and text.text[start - 1] not in _STOP_CHARS:
+    inside = first is not None and first.start != start and text.text[start - 1] not in _STOP_CHARS
+    if inside and text.text[max(0, start - 2) : start] not in _TENURE_VERBS:
         return None  # the name would start inside a word: 口赛 of 港口赛区
     if (
         first is not None
@@ -330,17 +290,40 @@ def _organization_char_span(text: _Text, begin: int, end: int) -> list[NameSpan]
 
 def _name_boundary(text: _Text, position: int) -> bool:
     """Nothing of a name can be right before ``position``: a clause start, a stop, a place head, a verb."""
-    if text.clause_start(position):
+    if text.clause_start(position) or text.text[max(0, position - 2) : position] in _TENURE_VERBS:
         return True
     ch = text.text[position - 1]
-    return ch in _STOP_CHARS or ch in _PLACE_CHARS or text.verb_ends_at(position, any_verb=True)
+    before = text.token_at[position - 1]
+    place_before = before is not None and before.end == position and before.flag == "ns"  # 苏州 + 平江路
+    return ch in _STOP_CHARS or ch in _PLACE_CHARS or place_before or text.verb_ends_at(position, any_verb=True)
 
 
 def _ship_spans(text: _Text) -> list[NameSpan]:
-    return [NameSpan(m.start(), m.end(), "topic", m.group()) for m in _SHIP_RE.finditer(text.text)]
+    spans = []
+    for match in _SHIP_RE.finditer(text.text):
+        start = match.start()
+        first = text.token_at[start]
+        if (
+            first is not None
+            and first.start == start
+            and match.end() - 1 - first.end >= 2
+            and first.flag not in ("nr", "ns", "nz", "nt")
+            and text.frequency(first.word) >= 100
+        ):
+            start = first.end  # 海军破浪号: the navy is not part of the ship's name
+        spans.append(NameSpan(start, match.end(), "topic", text.text[start : match.end()]))
+    for match in _NUMBERED_RE.finditer(text.text):
+        start = match.start()
+        if any(ch in _NOT_IN_NUMBERED for ch in match.group(1)) or not _name_boundary(text, start):
+            continue
+        spans.append(NameSpan(start, match.end(), "topic", match.group()))
+    return spans
 
 
 _NAME_DOTS = frozenset("·•・‧")
+# Industry words that end a company's short name and open its full one: 星澜科技 of 星澜科技公司 is no
+# second organization (东岳大学 of 东岳大学法学院 and 凌霄通信公司 of 凌霄通信公司研究院 are).
+_INDUSTRY_SUFFIXES = ("科技", "保险", "证券", "资本", "信托")
 _PERSON_FLAGS = ("nr", "nrt", "nrfg")
 
 
@@ -406,7 +389,15 @@ def _person_spans(text: _Text) -> list[NameSpan]:
     for index, token in enumerate(tokens):
         word = token.word
         compound = next((s for s in _COMPOUND_SURNAMES if word.startswith(s)), None)
-        if compound is not None and (len(word) > 2 or token.flag in ("nr", "n", "nrfg", "j")):
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        one_char_given = (
+            len(word) == 2
+            and following is not None
+            and len(following.word) == 1
+            and following.flag in ("nr", "ng", "g", "j")
+            and following.word not in _STOP_CHARS
+        )  # 南宫/ns 瑾/nr: jieba reads the surname as the place
+        if compound is not None and (len(word) > 2 or token.flag in ("nr", "n", "nrfg", "j") or one_char_given):
             end = _given_name_end(text, token.start + 2)
             if end > token.start + 2:
                 spans.append(NameSpan(token.start, end, "person", text.text[token.start : end]))
@@ -446,6 +437,8 @@ def _person_spans(text: _Text) -> list[NameSpan]:
             and not text.frequency(word)
             and all(_is_han(ch) and ch not in _NOT_IN_PERSON_NAMES for ch in word[1:])
             and word[0] not in _PREPOSITION_CHARS
+            and word[:2] not in _TENURE_VERBS  # 曾任青: 曾任 + the place that follows
+            and not (index > 0 and tokens[index - 1].word in _PLACE_VERBS)  # 来自温陵: a place
             and token.flag not in ("ns", "nt", "m", "t")
         ):
             spans.append(NameSpan(token.start, token.start + len(word), "person", word))  # 顾听澜: unknown
@@ -479,28 +472,40 @@ def chinese_names(text: str, tagged: list[tuple[str, str]], freq: dict[str, int]
                 and outer.start <= span.start
                 and span.end <= outer.end
                 and (outer.start == span.start or outer.end == span.end)
+                and not (span.name.endswith(_INDUSTRY_SUFFIXES) and is_generic(text[span.end : outer.end]))
                 for outer in chosen
             ):
                 # 东岳大学 of 东岳大学法学院 (the parent institution), 罗伯小学 of 乌瓦尔德市罗伯小学 (the
-                # organization without its place, as other texts and questions write it): keys too
+                # organization without its place, as other texts and questions write it): keys too.  Not
+                # 星澜科技 of 星澜科技公司: only a suffix is left.
                 chosen.append(span)
     for index, token in enumerate(tokens):
         if any(taken[token.start : token.end]) or token.word in GENERIC_WORDS or len(token.word) < 2:
             continue
         word = token.word
         previous = tokens[index - 1] if index else None
+        if is_role(word):
+            continue  # 中学教师/nt, 博士生/nr: a kind of person, not a name
         if token.flag in ("nr", "nrfg", "nrt"):
             if previous is not None and previous.flag in ("m", "q"):
                 continue  # 一方古印: after a measure word, a thing
-            if previous is not None and previous.word in _PLACE_VERBS:
+            towards = (
+                previous is not None
+                and previous.word in _TOWARDS_CHARS
+                and index >= 2
+                and tokens[index - 2].flag == "ns"
+            )  # 成都至拉萨: a route between places
+            if previous is not None and (previous.word in _PLACE_VERBS or towards):
                 chosen.append(NameSpan(token.start, token.end, "location", word))  # 抵达拉萨
                 for i in range(token.start, token.end):
                     taken[i] = True
                 continue
             if word[0] in _PREPOSITION_CHARS and len(word) == 3 and not indexed.clause_start(token.start):
                 word = word[1:]  # 向临江: the preposition jieba glued on
-            if any(ch in _NOT_IN_PERSON_NAMES for ch in word):
-                continue  # 白与罗: two names jieba glued together around 与
+            if word[:2] in _TENURE_VERBS:
+                continue  # 曾任青 of 曾任青禾县县长
+            if any(ch in _NOT_IN_PERSON_NAMES for ch in word[1:]):
+                continue  # 白与罗: two names jieba glued together around 与 (于海波: 于 is the surname)
             chosen.append(NameSpan(token.end - len(word), token.end, "person", word))
         elif token.flag == "ns":
             bare = _PLACE_SIDE_RE.sub("", word)

@@ -45,7 +45,9 @@ _HONORIFICS = _words(
     """mr mrs ms miss dr prof professor sir dame lord lady president king queen prince princess emperor
     empress pope gen colonel col captain capt senator sen governor gov judge rev reverend father
     bishop archbishop cardinal chancellor minister rabbi sheikh sultan chairman ceo"""
-)
+) | _words("lieutenant lt sergeant sgt admiral commander cmdr marshal corporal")
+# Ranks are honorifics only before a full name ("Lieutenant Arthur Penrose"): the Admiral Twin is a cinema.
+_RANKS = _words("lieutenant lt sergeant sgt admiral commander cmdr marshal corporal")
 _ORGANIZATION_WORDS = _words(
     """inc inc. corp corporation company co ltd llc plc gmbh ag sa university college institute institution
     academy school association society party church foundation council committee commission agency
@@ -59,14 +61,29 @@ _ORGANIZATION_WORDS = _words(
     maritime insurance trust mining chemicals securities consulting resorts observatory archive archives
     analytics investments fisheries shipyard telecom gazette herald tribune courier seafood seafoods"""
 )
+# Heads that make an organization only after a name ("Okoth Engineering", "Seoul Daily", "Blue Harbor Fund"):
+# alone, "Engineering" or "Research" is a subject.
+_ORGANIZATION_TAIL_WORDS = _words(
+    "engineering semiconductor semiconductors health sons brothers daily weekly fund funds research"
+)
 _PROJECT_WORDS = _words("project projects program programme initiative mission")
 _LOCATION_WORDS = _words(
     """city county state province river mountain mountains mount lake island islands valley street avenue
     road bay sea ocean desert kingdom republic coast peninsula district region park square hills
     canyon falls beach harbor harbour airport station bridge township village borough parish
-    prefecture"""
+    prefecture estuary fjord glacier strait gulf"""
 )
-_LOCATION_PREFIXES = _words("new san santa los las fort port mount lake cape saint st east west north south")
+_LOCATION_PREFIXES = _words(
+    "new san santa los las fort port mount lake cape saint st east west north south river isle loch"
+)
+# "St. Luke's Hospital", "Mt. Kenya": an abbreviation whose full stop does not end the name.
+_ABBREVIATIONS = frozenset(("St", "Mt", "Ft"))
+# "the novel Winter Harbour", "the film Silent Tide": a work is a topic, whatever its words.
+_WORK_CUES = _words("novel film movie book album song play opera documentary poem painting musical symphony")
+# "joined Brightwave", "played for Atlético Verde": what one joins or plays/works for is an organization.
+_SERVICE_VERBS = _words("played plays playing worked works working signed signing")
+# "according to X" is no motion: these words before to/from end the search for a motion verb.
+_NOT_MOTION = _words("according due prior close next thanks compared relative")
 _LOCATION_CUES = _words("in at near outside across")
 _PLACE_NOUNS = _words("city town village state province county country region island capital district")
 # "the coast of Finnmark", "mayor of Ibadan": the name after "of" is a place.
@@ -99,7 +116,7 @@ _NON_NAME_WORDS = _words(
     tour station channel radio television tv online digital trilogy chronicles chronicle history saga
     legend legends tales tale story stories dice card cards game method algorithm syndrome disease
     principle equation theorem problem test process reaction cycle greater middle territory capital
-    palisades"""
+    palisades telescope satellite rover probe spacecraft"""
 )
 _NON_NAME_SUFFIXES = ("tion", "sion", "ment", "ness", "ism", "ology", "ics", "ship")
 _NAME_SUFFIXES = _words("jr sr")
@@ -149,6 +166,7 @@ class _Phrase:
     after_honorific: bool
     preceding: tuple[str, str]  # the two words before the phrase, lower-cased, nearest last
     following_text: str
+    context: tuple[str, ...] = ()  # up to six words before the phrase, lower-cased, within its sentence
 
     @property
     def words(self) -> list[str]:
@@ -188,7 +206,9 @@ def _capitalized_phrases(text: str) -> list[_Phrase]:
             previous_word = tokens[j - 1][0]
             gap = text[tokens[j - 1][2] : tokens[j][1]]
             candidate = tokens[j][0]
-            initial = gap == ". " and len(previous_word) == 1 and previous_word.isupper()  # J. R. R. Tolkien
+            initial = gap == ". " and (
+                (len(previous_word) == 1 and previous_word.isupper()) or previous_word in _ABBREVIATIONS
+            )  # J. R. R. Tolkien, St. Luke's
             after = tokens[j + 1][0] if j + 1 < len(tokens) else ""
             if (gap == " " or initial or gap.strip() == "&") and _is_capitalized(candidate, after):
                 j += 1
@@ -211,7 +231,9 @@ def _capitalized_phrases(text: str) -> list[_Phrase]:
         honorific = preceding[1] in _HONORIFICS and gap_before.strip() in ("", ".")
         sentence_initial = i == 0 or (not honorific and any(c in '.!?:;"“(\n' for c in gap_before))
         following = text[tokens[j - 1][2] : tokens[j - 1][2] + 40]
-        phrases.append(_Phrase(tokens[i:j], sentence_initial, honorific, preceding, following))
+        clause = re.split(r"[.!?;:,]\s", text[max(0, start - 80) : start])[-1]
+        context = tuple(w.lower() for w in _TOKEN_RE.findall(clause)[-6:])
+        phrases.append(_Phrase(tokens[i:j], sentence_initial, honorific, preceding, following, context))
         i = j
     return phrases
 
@@ -236,7 +258,12 @@ def _split_weak_connectors(phrase: _Phrase) -> list[_Phrase]:
         is_organization = any(t[0].lower() in _ORGANIZATION_WORDS for t in tokens[begin:end])
         if begin == end:
             continue
-        if groups and groups[-1][2] and not is_organization:
+        of_head = (
+            groups
+            and tokens[begin - 1][0].lower() in ("for", "on")
+            and tokens[groups[-1][1] - 1][0].lower() in _ORGANIZATION_WORDS
+        )  # the Standing Committee on Fisheries, the Institute for Marine Research: one name
+        if groups and groups[-1][2] and (not is_organization or of_head):
             groups[-1][1] = end
         else:
             groups.append([begin, end, is_organization])
@@ -247,6 +274,7 @@ def _split_weak_connectors(phrase: _Phrase) -> list[_Phrase]:
             phrase.after_honorific and number == 0,
             phrase.preceding if number == 0 else ("", tokens[begin - 1][0].lower()),
             phrase.following_text if number == len(groups) - 1 else "",
+            phrase.context if number == 0 else (),
         )
         for number, (begin, end, _) in enumerate(groups)
     ]
@@ -266,7 +294,8 @@ def _split_person_of_organization(phrase: _Phrase) -> list[_Phrase]:
     ):
         return [phrase]
     tail = _Phrase(phrase.tokens[len(head) + 1 :], False, False, ("", "of"), phrase.following_text)
-    return [_Phrase(head, phrase.sentence_initial, phrase.after_honorific, phrase.preceding, ""), tail]
+    first = _Phrase(head, phrase.sentence_initial, phrase.after_honorific, phrase.preceding, "", phrase.context)
+    return [first, tail]
 
 
 def _clean_phrase(phrase: _Phrase) -> _Phrase | None:
@@ -276,6 +305,10 @@ def _clean_phrase(phrase: _Phrase) -> _Phrase | None:
         head = tokens[0][0].lower()
         if head in _SHIP_PREFIXES and tokens[0][0].isupper() and len(tokens) > 1:
             break  # MS Nordkapp is a ship, not Ms. Nordkapp
+        if head in _HONORIFICS and len(tokens) > 1 and phrase.preceding[1] in _SHIP_CUES | _WORK_CUES:
+            break  # aboard the Queen Adelaide: a ship named after a queen
+        if head in _RANKS and len(tokens) < 3:
+            break
         if head in _HONORIFICS:
             if len(tokens) == 1:
                 return None  # "Dr" of "Dr. Carl Rogers": the name follows as its own phrase
@@ -294,8 +327,18 @@ def _clean_phrase(phrase: _Phrase) -> _Phrase | None:
     return phrase
 
 
+def _camel_case(word: str) -> bool:
+    """DeepMind, OpenAI, YouTube: a capital inside the word (not McCarthy, MacLeod, DiCaprio, O'Neill)."""
+    inner = any(
+        ch.isupper() and word[i - 1].islower() and word[i + 1 :].isalpha() for i, ch in enumerate(word) if i >= 3
+    )  # not Jean-Luc, not a trailing initial (PersonA)
+    return inner and not word.startswith(("Mc", "Mac"))
+
+
 def _looks_like_person_name(words: list[str]) -> bool:
     name_words = [w for w in words if w.lower() not in _NAME_PARTICLES]
+    if any(_camel_case(w) for w in name_words):
+        return False
     if len(name_words) >= 2 and (
         name_words[-1].lower() in _NAME_SUFFIXES or _ROMAN_RE.fullmatch(name_words[-1])
     ):
@@ -313,9 +356,11 @@ def _looks_like_person_name(words: list[str]) -> bool:
 
 def _classify(phrase: _Phrase, name: str) -> str:
     lowered = [re.sub(r"['’]s$", "", w.lower().rstrip(".")) for w in phrase.words]
-    if phrase.preceding[1] in _SHIP_CUES or (len(lowered) >= 2 and lowered[0] in _SHIP_PREFIXES):
-        return "topic"  # the research vessel Kronprins Haakon, MS Nordkapp
-    if any(w in _ORGANIZATION_WORDS for w in lowered):
+    if phrase.preceding[1] in _SHIP_CUES | _WORK_CUES or (len(lowered) >= 2 and lowered[0] in _SHIP_PREFIXES):
+        return "topic"  # the research vessel Kronprins Haakon, MS Nordkapp, the novel Winter Harbour
+    if any(w in _ORGANIZATION_WORDS for w in lowered) or (
+        any(w in _ORGANIZATION_TAIL_WORDS for w in lowered[1:])
+    ):
         return "organization"
     if len(lowered) >= 2 and lowered[-1] in _PROJECT_WORDS:
         return "topic"  # the Aurora Grid Initiative, the Qinglan Project: a project, as 青岚计划 is
@@ -326,15 +371,20 @@ def _classify(phrase: _Phrase, name: str) -> str:
         or (lowered[1] == "of" and lowered[0] in _PLACE_NOUNS | _LOCATION_WORDS)
     ):
         return "location"  # New Haven, Fort Worth, City of London, Kingdom of Denmark
-    before, last = phrase.preceding
     next_word = _NEXT_WORD_RE.match(phrase.following_text)
     used_as_noun = next_word is None or next_word.group(1) in _FUNCTION_WORDS  # not "in Chinese mythology"
     demonym = len(lowered) == 1 and lowered[0].endswith(_DEMONYM_SUFFIXES)  # "in Akkadian and Sumerian myths"
+    before, last = phrase.preceding
     moved = (
         last in _ARRIVAL_VERBS
         or last in _MOTION_VERBS
         or (last in ("from", "to", "for") and before in _MOTION_VERBS)
-    )  # sailed from Longyearbyen, moved to Bergen, reached Tromsø
+        or (
+            last in ("from", "to")
+            and before not in _NOT_MOTION
+            and any(w in _MOTION_VERBS for w in phrase.context[-4:-1])
+        )
+    )  # sailed from Longyearbyen, moved to Bergen, reached Tromsø, moved its headquarters to Plymouth
     if (
         used_as_noun
         and not demonym
@@ -344,6 +394,8 @@ def _classify(phrase: _Phrase, name: str) -> str:
     after_comma = _AFTER_COMMA_RE.match(phrase.following_text)
     if after_comma is not None and after_comma.group(1).lower() in _GAZETTEER:
         return "location"  # Oak Park, Illinois
+    if name.lower() not in _GAZETTEER and last == "for" and before in _SERVICE_VERBS:
+        return "organization"  # played for Atlético Verde, worked for Halden
     if phrase.after_honorific:
         return "person"
     if "&" in name:

@@ -58,10 +58,13 @@ _CHINESE_STOP_WORDS = _words(
 )
 _CHINESE_RELATIVE_TIMES = _words(
     """去年 今年 明年 当年 近年 多年 每年 前年 后年 往年 早年 晚年 同年 次年 翌年 当时 今天 昨天 明天 现在
-    以前 以后 目前"""
+    以前 以后 目前 昨日 今日 明日 近日 日前 此前 此后 当日 次日"""
 )
 _LOCATIVE_PREPOSITIONS = frozenset("在于到至往赴抵从自")
 _CHINESE_PLACE_SUFFIXES = tuple("城州郡县省市镇村关")
+# Chinese heads right after a Latin name ("Silk Road Archive项目", "Rotterdam港"): they say what it names.
+_CHINESE_PROJECT_HEADS = frozenset(("项目", "工程"))  # not 计划: "Aramco计划在…" is the verb "plans"
+_CHINESE_PLACE_HEADS = frozenset("港市省州岛")
 
 # ------------------------------------------------------------------------------------------ patterns
 _QUOTED_RE = re.compile(r"“([^”\n]{2,60})”|\"([^\"\n]{2,60})\"|《([^》\n]{1,40})》|「([^」\n]{1,40})」")
@@ -71,6 +74,7 @@ _PARENTHETICAL_RE = re.compile(r"\s*\([^)]*\)\s*$")
 _TIME_WORD_RE = re.compile(r"[\d年月日世纪朝代]")
 _ERA_YEAR_RE = re.compile(r"[元一二三四五六七八九十]+年")
 _TWO_HAN_RE = re.compile(r"[\u4e00-\u9fff]{2}")
+_MONTH_DAY_RE = re.compile(r"(?<![年\d])\d{1,2}月\d{1,2}[日号]")  # 3月12日 (a year before it is find_years')
 
 
 @lru_cache(maxsize=256)
@@ -157,15 +161,29 @@ def _english_keys(
             continue  # "Need Is Love" is what is left of the subject "All You Need Is Love"
         single = len(phrase.tokens) == 1
         word = phrase.words[0]
+        after = text[phrase.tokens[-1][2] : phrase.tokens[-1][2] + 2]
         if single and len(word) == 1 and contains_han(text[max(0, start - 1) : phrase.tokens[0][2] + 1]):
             continue  # the B of B站, the A of A股: a letter that is part of a Chinese word
-        initial_only = single and phrase.sentence_initial and word.isalpha() and not word.isupper()
+        next_to_han = contains_han(text[max(0, start - 1) : start]) or contains_han(after[:1])
+        initial_only = (
+            single and phrase.sentence_initial and word.isalpha() and not word.isupper() and not next_to_han
+        )  # "Born", "Critics"; but in Chinese text a capital is a name's: Tesla上海, Kronborg号
         if initial_only and word not in evidence:
             continue  # "Born", "Critics": capitalised only because a sentence starts there
         if key_type in ("topic", "person") and single:
             full = next((p for p in known_persons if name in (p.split()[-1], p.split()[0])), None)
             if full is not None:
                 key_type, name = "person", full  # "Rogers" after "Carl Rogers"
+        if after[:1] == "号":
+            key_type, name = "topic", name + "号"  # Sea Falcon号: a ship, as 长风号 is
+        elif after in _CHINESE_PROJECT_HEADS:
+            candidates.add(_PHRASE, "topic", name + after)  # Gemini项目: the project, and Gemini below
+        elif after[:1] in _CHINESE_PLACE_HEADS and key_type in ("topic", "person"):
+            key_type = "location"  # Rotterdam港
+        elif key_type == "topic" and next_to_han and all(w.isalpha() and not w.isupper() for w in phrase.words):
+            # A capitalised Latin name in Chinese prose (Tesla, Reuters, Google DeepMind): Chinese writes places
+            # and people in Han, and leaves companies, brands and media in Latin.  Not acronyms: GDP, CPI, IPO.
+            key_type = "organization"
         priority = _NAMED if key_type != "topic" else (_WORD if single else _PHRASE)
         candidates.add(priority, key_type, name)
 
@@ -184,7 +202,9 @@ def _quoted_keys(text: str, candidates: _Candidates) -> list[tuple[int, int]]:
     return spans
 
 
-def _chinese_keys(text: str, candidates: _Candidates) -> None:
+def _chinese_keys(text: str, candidates: _Candidates, quoted_spans: list[tuple[int, int]]) -> None:
+    for match in _MONTH_DAY_RE.finditer(text):  # last in rank: a date without its year must not push a name
+        candidates.add(_ACTION, "time", match.group())  # or a topic out of the event's capped keys
     pairs = [(p.word, p.flag) for p in load_jieba_posseg().lcut(text)]
     starts: list[int] = []
     offset = 0
@@ -193,6 +213,10 @@ def _chinese_keys(text: str, candidates: _Candidates) -> None:
         offset += len(word)
     spans = chinese_names(text, pairs, load_jieba().dt.FREQ)
     taken = [False] * len(text)
+    for begin, end in quoted_spans:  # 《候鸟南飞》 is the key, not 候鸟 nor the person 南飞
+        for i in range(begin, end):
+            taken[i] = True
+    spans = [span for span in spans if not any(taken[span.start : span.end])]
     for span in spans:
         for i in range(span.start, span.end):
             taken[i] = True
@@ -235,8 +259,8 @@ def _chinese_keys(text: str, candidates: _Candidates) -> None:
         if following_flag == "t" and _ERA_YEAR_RE.fullmatch(following_word):
             continue  # 建安 of 建安五年: the era year is the key
         key_type, priority = mapped
-        if key_type == "topic" and is_generic(word):
-            continue  # 总部, 工程师, 所长: roles and parts of anything, edges to everything
+        if is_generic(word):
+            continue  # 总部, 工程师, 所长, the action 工作: roles and parts of anything, edges to everything
         after_locative = index > 0 and pairs[index - 1][0] in _LOCATIVE_PREPOSITIONS
         if key_type == "topic" and after_locative and following_flag == "v":
             key_type, priority = "location", _NAMED  # 在赤壁迎战
@@ -329,7 +353,7 @@ class RuleExtractor:
         for surface, year in find_years(text):
             candidates.add(_TIME, "time", surface, year)
         if contains_han(text):
-            _chinese_keys(text, candidates)
+            _chinese_keys(text, candidates, quoted_spans)
         ranked = sorted(candidates.items, key=lambda item: item[0])  # stable: discovery order within a rank
         return [key for _, key in ranked[: self.max_keys_per_event]]
 

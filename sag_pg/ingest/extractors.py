@@ -25,8 +25,9 @@ class RulesExtractor:
     """Offline: sumy sentences as the summary, sentence-level events, rule-based typed keys."""
 
     # Part of every document's content hash: bump it when the rules change what they extract, so
-    # re-ingesting an unchanged file re-extracts it (v2: title disambiguators, Latin diacritics folded).
-    name = "rules-v2"
+    # re-ingesting an unchanged file re-extracts it (v2: title disambiguators, Latin diacritics folded;
+    # v3: the entity gold set's rules — roles and generic actions dropped, more heads, mixed script).
+    name = "rules-v3"
     uses_pre_retrieval = False
 
     def __init__(self, summary_sentences: int = 3) -> None:
