@@ -236,7 +236,9 @@ def child(path: Path) -> None:
 
     sag = SAG()
     sag.embedder.embed(["warm up"])  # numpy, the embedder and the database driver loaded: the baseline
-    sag.extractor()
+    # The summariser's first call loads sumy and its stemmer (seconds on a busy machine): once per process,
+    # not per megabyte.
+    sag.extractor().summary("Warm up the summary. It has two sentences.", title="")
     baseline_kb = _status_kb(os.getpid(), "VmRSS")
     started = time.perf_counter()
     docs = list(read_inputs([path]))

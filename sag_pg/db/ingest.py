@@ -122,6 +122,9 @@ def ingest_document(conn: psycopg.Connection, source_id: int, prepared: Prepared
     return int(row[0])
 
 
+_ANALYZE_GROWN = "analyze sag.keys, sag.events, sag.event_keys, sag.chunks, sag.relations, sag.relation_events"
+
+
 def store_in_parts(conn: psycopg.Connection, source_id: int, head: PreparedDocument | StreamedDocument,
                    parts: Iterable[PreparedPart], alignment: KeyAlignment) -> int:
     """Store a document part by part in one transaction (sag.begin_document, sag.add_document_part for each
@@ -141,10 +144,10 @@ def store_in_parts(conn: psycopg.Connection, source_id: int, head: PreparedDocum
                          [source_id, document_id, part.chunk_offset, part.event_offset, *_part_params(part),
                           alignment.trigram, alignment.vector, alignment.across_types])
             if number & (number - 1) == 0:
-                # The keys written so far have doubled: fresh statistics (ANALYZE counts this transaction's rows),
-                # else the plans of key resolution, made when the table was small, scan what has grown since
-                # (every key of a type for each lookup: quadratic in the document).
-                conn.execute("analyze sag.keys")
+                # The rows written so far have doubled: fresh statistics (ANALYZE counts this transaction's rows),
+                # else plans made when the tables were small keep scanning what has grown since (every key of a
+                # type for each key looked up, every link of the source for each part: quadratic).
+                conn.execute(_ANALYZE_GROWN)
         conn.execute("select sag.finish_document(%s, %s, %s, %s)", [source_id, document_id, old_ids, old_deltas])
     return int(document_id)
 

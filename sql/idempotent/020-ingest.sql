@@ -416,8 +416,6 @@ declare
     deltas integer[];
     link_events bigint[];
     link_keys bigint[];
-    slice integer := 32;
-    lo integer;
 begin
     if n_chunks = 0 then
         return 0;
@@ -455,24 +453,16 @@ begin
 
     -- The co-occurrence relations its events' links add (in event, key order: concurrent ingests queue).
     -- sag.cooccurrence = off (a session or database setting) skips them for a load followed by
-    -- sag.rebuild_cooccurrence().  A few events at a time: sag_internal._cooccur_links joins what it stored
-    -- with the pairs it found in a nested loop (its estimates are one row each), quadratic in the events of
-    -- one call (4 s for 640 events).  Whole events per call: a pair is counted by the call holding its event.
+    -- sag.rebuild_cooccurrence().
     -- (The links are read first and passed on: on Citus a function that reads distributed tables must not be
     -- called from a query that reads them.)
     if coalesce(current_setting('sag.cooccurrence', true), '') <> 'off' then
-        lo := 1;
-        while lo <= cardinality(event_ids) loop
-            select array_agg(ek.event_id order by ek.event_id, ek.key_id),
-                   array_agg(ek.key_id order by ek.event_id, ek.key_id)
-              into link_events, link_keys
-              from sag.event_keys ek
-             where ek.source_id = p_source_id and ek.event_id = any(event_ids[lo:lo + slice - 1]);
-            if link_events is not null then
-                perform sag_internal._cooccur_links(p_source_id, link_events, link_keys);
-            end if;
-            lo := lo + slice;
-        end loop;
+        select array_agg(ek.event_id order by ek.event_id, ek.key_id), array_agg(ek.key_id order by ek.event_id, ek.key_id)
+          into link_events, link_keys
+          from sag.event_keys ek where ek.source_id = p_source_id and ek.event_id = any(event_ids);
+        if link_events is not null then
+            perform sag_internal._cooccur_links(p_source_id, link_events, link_keys);
+        end if;
     end if;
 
     insert into sag.chunk_keys (source_id, chunk_id, key_id, count)
