@@ -35,30 +35,34 @@ from pathlib import Path
 
 SIZES = {"256K": 256_000, "1M": 1_000_000, "4M": 4_000_000}
 
+
+def _words(text: str, sep: str | None = None) -> tuple[str, ...]:
+    return tuple(text.split(sep))
+
 # -- deterministic prose ---------------------------------------------------------------------------------
 
-_EN_FIRST = ("Ada Alan Grace John Claude Barbara Edsger Donald Margaret Katherine Dennis Ken Linus Tim Vint Radia "
+_EN_FIRST = _words("Ada Alan Grace John Claude Barbara Edsger Donald Margaret Katherine Dennis Ken Linus Tim Vint Radia "
              "Frances Leslie Niklaus Tony Robin Judea Shafi Silvio Whitfield Martin Butler Ivan Doug Fernando "
              "Hedy Mary Evelyn Jean Kathleen Betty Marlyn Ruth Sophie Lynn Adele Anita Cynthia Dana Erna "
-             "Gertrude Hilda Irene Joan Karen Lois Mildred Nancy Olga Pearl Rosalind Susan Thelma Ursula").split()
-_EN_LAST = ("Lovelace Turing Hopper Neumann Shannon Liskov Dijkstra Knuth Hamilton Johnson Ritchie Thompson Torvalds "
+             "Gertrude Hilda Irene Joan Karen Lois Mildred Nancy Olga Pearl Rosalind Susan Thelma Ursula")
+_EN_LAST = _words("Lovelace Turing Hopper Neumann Shannon Liskov Dijkstra Knuth Hamilton Johnson Ritchie Thompson Torvalds "
             "Berners-Lee Cerf Perlman Allen Lamport Wirth Hoare Milner Pearl Goldwasser Micali Diffie Hellman "
             "Lampson Sutherland Engelbart Corbato Lamarr Keller Clarke Bartik Booth Holberton Teitelbaum Wilson "
             "Conway Goldberg Borg Estrin Fletcher Horton Kaplan Jones Spence Tarjan Valiant Yao Rabin Scott "
-            "Hartmanis Stearns Blum Karp Cook Levin Floyd Backus Naur McCarthy Minsky Newell Simon").split()
-_EN_PLACES = ("London Princeton Cambridge Boston Zurich Geneva Vienna Prague Kyoto Osaka Seoul Lisbon Oslo "
+            "Hartmanis Stearns Blum Karp Cook Levin Floyd Backus Naur McCarthy Minsky Newell Simon")
+_EN_PLACES = _words("London Princeton Cambridge Boston Zurich Geneva Vienna Prague Kyoto Osaka Seoul Lisbon Oslo "
               "Helsinki Dublin Edinburgh Manchester Toronto Montreal Vancouver Chicago Denver Austin Seattle "
               "Portland Berlin Munich Hamburg Lyon Marseille Turin Milan Naples Madrid Seville Athens Cairo "
-              "Nairobi Lagos Accra Mumbai Delhi Chennai Singapore Jakarta Manila Sydney Melbourne Auckland").split()
-_EN_ORG_HEAD = ("Northern Royal Atlantic Pacific Central Eastern Western Federal National Coastal Highland "
-                "Riverside Lakeside Union Imperial Modern Applied Open Quantum Polar").split()
-_EN_ORG_TAIL = ("Institute Society Laboratory Foundation Company Observatory Academy Council Museum Library "
-                "Railway Bank Press Works Trust").split()
-_EN_THINGS = ("the analytical engine|a new compiler|the telegraph network|a survey of the coast|the first "
+              "Nairobi Lagos Accra Mumbai Delhi Chennai Singapore Jakarta Manila Sydney Melbourne Auckland")
+_EN_ORG_HEAD = _words("Northern Royal Atlantic Pacific Central Eastern Western Federal National Coastal Highland "
+                "Riverside Lakeside Union Imperial Modern Applied Open Quantum Polar")
+_EN_ORG_TAIL = _words("Institute Society Laboratory Foundation Company Observatory Academy Council Museum Library "
+                "Railway Bank Press Works Trust")
+_EN_THINGS = _words("the analytical engine|a new compiler|the telegraph network|a survey of the coast|the first "
               "weather model|a treaty on fishing rights|the harbour bridge|a vaccine trial|the census of the "
               "province|a steam turbine|the public library|a map of the river delta|the night train|a water "
               "filter|the radio telescope|an atlas of stars|the copper mine|a textile mill|the canal locks|"
-              "a school of navigation").split("|")
+              "a school of navigation", "|")
 _EN_TEMPLATES = (
     "In {year}, {person} moved to {place} to work for the {org}.",
     "{person} met {person2} in {place} in {year}, and the two began to work on {thing}.",
@@ -76,18 +80,18 @@ _EN_TEMPLATES = (
     "The costs rose to {number} thousand pounds, twice what the {org} had planned in {year}.",
     "In the spring of {year2}, floods in {place} delayed {thing} by several months.",
 )
-_EN_HEADINGS = ("Early years|The move to {place}|Work at the {org}|The {year} expedition|Letters and "
-                "disputes|Later life|Legacy of {person}|The archive in {place}").split("|")
+_EN_HEADINGS = _words("Early years|The move to {place}|Work at the {org}|The {year} expedition|Letters and "
+                "disputes|Later life|Legacy of {person}|The archive in {place}", "|")
 
 _ZH_SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈"
 _ZH_GIVEN = "伟芳娜秀英敏静丽强磊军洋勇艳杰娟涛明超秀兰霞平刚桂英华建国志文玉兰凤红梅海燕春晓东雪松云飞鹏"
-_ZH_PLACES = ("北京 上海 广州 深圳 杭州 南京 苏州 成都 重庆 武汉 西安 长沙 郑州 济南 青岛 大连 沈阳 哈尔滨 长春 "
+_ZH_PLACES = _words("北京 上海 广州 深圳 杭州 南京 苏州 成都 重庆 武汉 西安 长沙 郑州 济南 青岛 大连 沈阳 哈尔滨 长春 "
               "昆明 贵阳 南宁 福州 厦门 合肥 南昌 太原 石家庄 兰州 银川 西宁 乌鲁木齐 拉萨 呼和浩特 海口 "
-              "宁波 温州 无锡 常州 扬州 徐州 洛阳 开封 桂林 泉州 珠海 汕头 佛山 东莞").split()
-_ZH_ORG_HEAD = "华夏 东方 长江 黄河 南方 北方 中原 新华 光明 远大 恒通 金桥 天成 海川 星辰 明德 博文 致远".split()
-_ZH_ORG_TAIL = "研究所 公司 银行 大学 医院 出版社 学会 基金会 实验室 博物馆 图书馆 铁路局 电力公司 造船厂".split()
-_ZH_THINGS = ("新的水利工程 跨江大桥 城市地铁线路 气象观测网 乡村小学 港口扩建项目 疫苗试验 人口普查 "
-              "高速铁路 风力发电站 古籍整理工作 海岸测绘 粮食仓储系统 天文望远镜 纺织工厂 铜矿开采").split()
+              "宁波 温州 无锡 常州 扬州 徐州 洛阳 开封 桂林 泉州 珠海 汕头 佛山 东莞")
+_ZH_ORG_HEAD = _words("华夏 东方 长江 黄河 南方 北方 中原 新华 光明 远大 恒通 金桥 天成 海川 星辰 明德 博文 致远")
+_ZH_ORG_TAIL = _words("研究所 公司 银行 大学 医院 出版社 学会 基金会 实验室 博物馆 图书馆 铁路局 电力公司 造船厂")
+_ZH_THINGS = _words("新的水利工程 跨江大桥 城市地铁线路 气象观测网 乡村小学 港口扩建项目 疫苗试验 人口普查 "
+              "高速铁路 风力发电站 古籍整理工作 海岸测绘 粮食仓储系统 天文望远镜 纺织工厂 铜矿开采")
 _ZH_TEMPLATES = (
     "{year}年，{person}来到{place}，进入{org}工作。",
     "{year}年，{person}在{place}结识了{person2}，两人开始合作推进{thing}。",
@@ -104,8 +108,7 @@ _ZH_TEMPLATES = (
     "{org}的学生至今还在阅读{person}留下的关于{thing}的笔记。",
     "{year2}年春天，{place}发生洪水，{thing}因此推迟了好几个月。",
 )
-_ZH_HEADINGS = ("早年经历|迁居{place}|在{org}的工作|{year}年的考察|书信与争论|晚年生活|{person}的遗产|{place}的档案"
-                ).split("|")
+_ZH_HEADINGS = _words("早年经历|迁居{place}|在{org}的工作|{year}年的考察|书信与争论|晚年生活|{person}的遗产|{place}的档案", "|")
 
 
 def _en_fill(rng: random.Random, template: str) -> str:
@@ -238,7 +241,8 @@ def child(path: Path) -> None:
     sag.embedder.embed(["warm up"])  # numpy, the embedder and the database driver loaded: the baseline
     # The summariser's first call loads sumy and its stemmer (seconds on a busy machine): once per process,
     # not per megabyte.
-    sag.extractor().summary("Warm up the summary. It has two sentences.", title="")
+    sag.extractor().summary("Warm up the summary. Ada met Alan in London. They wrote letters. Grace read them. "
+                            "The letters were kept in Boston.", title="")
     baseline_kb = _status_kb(os.getpid(), "VmRSS")
     started = time.perf_counter()
     docs = list(read_inputs([path]))
@@ -269,15 +273,16 @@ def show(result: dict[str, object]) -> str:
     phases = phase_seconds(result)
     total = float(result["total"])  # type: ignore[arg-type]
     events = int(result["events"]) or 1  # type: ignore[call-overload]
-    lines = [f"{result['lang']} {result['size']} ({kb:.0f} KB): {total:.1f} s end to end, {kb / total:.1f} KB/s, "
-             f"{total / mb:.1f} s/MB; chunks {result['chunks']}, events {result['events']}, key links "
-             f"{result['keys']} ({int(result['keys']) / events:.2f} per event)",  # type: ignore[call-overload]
-             "  phase KB/s (s): " + ", ".join(
-                 f"{p} {kb / s:.0f} ({s:.2f})" if s > 0 else f"{p} - (0)" for p, s in phases.items()),
-             f"  memory: client peak {result['client_peak_mb']:.0f} MB (baseline {result['baseline_mb']:.0f} MB, "
-             f"+{(result['client_peak_mb'] - result['baseline_mb']) / mb:.0f} MB/MB), server peak "  # type: ignore[operator]
-             f"{result['server_peak_mb']:.0f} MB private in {result['server_backends']} backends "
-             f"({result['server_peak_mb'] / mb:.0f} MB/MB)"]  # type: ignore[operator]
+    head = (f"{result['lang']} {result['size']} ({kb:.0f} KB): {total:.1f} s end to end, {kb / total:.1f} KB/s, "
+            f"{total / mb:.1f} s/MB; chunks {result['chunks']}, events {result['events']}, key links "
+            f"{result['keys']} ({int(result['keys']) / events:.2f} per event)")  # type: ignore[call-overload]
+    speeds = "  phase KB/s (s): " + ", ".join(
+        f"{p} {kb / s:.0f} ({s:.2f})" if s > 0 else f"{p} - (0)" for p, s in phases.items())
+    client, baseline, server = (float(result[k]) for k in ("client_peak_mb", "baseline_mb", "server_peak_mb"))  # type: ignore[arg-type]
+    memory = (f"  memory: client peak {client:.0f} MB (baseline {baseline:.0f} MB, +{(client - baseline) / mb:.0f} "
+              f"MB/MB), server peak {server:.0f} MB private in {result['server_backends']} backends "
+              f"({server / mb:.0f} MB/MB)")
+    lines = [head, speeds, memory]
     return "\n".join(lines)
 
 

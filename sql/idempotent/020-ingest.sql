@@ -1,5 +1,6 @@
--- Ingestion: sources, key resolution ("one key per meaning"), and storing one document at a time.
--- The Python pipeline calls sag.resolve_keys then sag.store_document inside one transaction per document.
+-- Ingestion: sources, key resolution ("one key per meaning"), and storing one document at a time: in one
+-- statement (sag.ingest_document), or part by part in one transaction (sag.begin_document, sag.add_document_part,
+-- sag.finish_document) for a document too big for one.
 
 create or replace function sag.ensure_source(source_name text)
 returns bigint
@@ -412,8 +413,6 @@ declare
     n_chunks integer := coalesce(cardinality(chunk_titles), 0);
     chunk_ids bigint[];
     event_ids bigint[];
-    ids bigint[];
-    deltas integer[];
     link_events bigint[];
     link_keys bigint[];
 begin
@@ -471,13 +470,6 @@ begin
      where ev.source_id = p_source_id and ev.chunk_id = any(chunk_ids) and ek.source_id = p_source_id
      group by ev.chunk_id, ek.key_id;
 
-    -- This part's events per key: what it adds to sag.keys.event_count.
-    select array_agg(x.key_id order by x.key_id), array_agg(x.n order by x.key_id) into ids, deltas
-      from (select ek.key_id, count(*)::int as n from sag.event_keys ek
-             where ek.source_id = p_source_id and ek.event_id = any(event_ids) group by ek.key_id) x;
-    if ids is not null then
-        perform sag_internal._adjust_key_counts(p_source_id, ids, deltas);
-    end if;
     return cardinality(event_ids);
 end;
 $$;
@@ -524,19 +516,29 @@ returns bigint
 language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
+declare
+    ids bigint[];
+    deltas integer[];
 begin
     if not exists (select 1 from sag.chunks c where c.source_id = p_source_id and c.document_id = p_document_id) then
         raise exception using errcode = '22023', message = format('document %s has no chunk', p_document_id);
     end if;
-    if coalesce(cardinality(old_key_ids), 0) > 0 then
-        perform sag_internal._adjust_key_counts(p_source_id, old_key_ids, old_key_deltas);
+    -- Every key's count changes once a document, here, not once a part: an update of sag.keys is not HOT (its
+    -- pages are full) and so maintains every index of the table, the trigram GIN index too.
+    select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.n), '{}') into ids, deltas
+      from sag_internal._document_key_events(p_source_id, p_document_id) x;
+    ids := ids || coalesce(old_key_ids, '{}');
+    deltas := deltas || coalesce(old_key_deltas, '{}');
+    if cardinality(ids) > 0 then
+        perform sag_internal._adjust_key_counts(p_source_id, ids, deltas);
     end if;
     return p_document_id;
 end;
 $$;
 comment on function sag.finish_document(bigint, bigint, bigint[], integer[]) is
-    'Last step of storing a document in parts: takes the replaced version''s events off its keys'' counts '
-    '(the arrays sag.begin_document returned) and removes keys left with no event.  Returns the document id.';
+    'Last step of storing a document in parts: adds its events to its keys'' counts, takes the replaced '
+    'version''s off (the arrays sag.begin_document returned) and removes keys left with no event.  Returns the '
+    'document id.';
 
 create or replace function sag.store_document(
     p_source_id bigint, p_uri text, p_title text, p_content text, p_content_hash text, p_summary text,
