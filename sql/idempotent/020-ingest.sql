@@ -620,21 +620,30 @@ language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
+    resolved bigint[] := '{}';
     begun record;
 begin
+    -- The locks in the order of every writer: the vector indexes' (shared), the keys' (sag.resolve_keys), then
+    -- the document's row (sag.begin_document).  A document in parts takes the source's key lock first as well.
+    perform sag_internal._wait_for_index_builds();
+    if coalesce(cardinality(key_types), 0) > 0 then
+        select coalesce(array_agg(r.key_id order by r.ord), '{}') into resolved
+          from sag.resolve_keys(p_source_id, key_types, key_names, key_normalized, key_strings, key_numbers,
+                                key_bools, key_embeddings, trgm_threshold, vector_threshold, across_types) r;
+    end if;
     select * into begun from sag.begin_document(p_source_id, p_uri, p_title, p_content, p_content_hash, p_summary,
                                                 p_metadata, p_prompt_tokens, p_completion_tokens);
-    perform sag.add_document_part(
+    perform sag_internal._store_part(
         p_source_id, begun.document_id, 0, 0, chunk_titles, chunk_contents, chunk_start_lines, chunk_end_lines,
         chunk_embeddings, chunk_tokens, chunk_token_counts, event_chunk_ordinals, event_titles, event_contents,
-        event_times, event_embeddings, key_types, key_names, key_normalized, key_strings, key_numbers, key_bools,
-        key_embeddings, link_event_ordinals, link_key_ords, link_counts, trgm_threshold, vector_threshold,
-        across_types);
+        event_times, event_embeddings, link_event_ordinals,
+        array(select resolved[o] from unnest(link_key_ords) with ordinality as l(o, n) order by l.n),
+        link_counts);
     return sag.finish_document(p_source_id, begun.document_id, begun.old_key_ids, begun.old_key_deltas);
 end;
 $$;
 comment on function sag.ingest_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], @extschema:vector@.vector[], text[], integer[], integer[], text[], text[], timestamptz[], @extschema:vector@.vector[], text[], text[], text[], text[], float8[], boolean[], @extschema:vector@.vector[], integer[], integer[], integer[], float8, float8, boolean) is
-    'One whole document in one call (so one statement is one transaction): sag.begin_document, one '
-    'sag.add_document_part (keys as parallel arrays, links as (event ordinal, 1-based key position, count)) and '
-    'sag.finish_document.';
+    'One whole document in one call (so one statement is one transaction): sag.resolve_keys for its keys '
+    '(parallel arrays), then sag.begin_document, its chunks, events and links (event ordinal, 1-based key '
+    'position, count) as one part, and sag.finish_document.';
 
