@@ -14,6 +14,8 @@ Every case runs in a child process; this process samples, every 20 ms while it r
     after its imports and before it reads the document;
   * the private memory (``RssAnon``: what a backend allocated itself, not the shared buffers it touched) of
     every backend connected to the case's database, summed: peak server memory.
+Its CPU seconds (client, and all backends of the database) are read from ``/proc/PID/stat`` too: on a shared
+machine the wall time depends on the load, the CPU time much less.
 Printed per case: KB/s and seconds of each phase — read (reading the file), prepare (chunking and
 tokenising), extract (summary, events, keys), embed (chunks, events, keys), store (the main process waiting
 on the database: key resolution and the SQL that writes the document) — end to end, seconds and MB of memory
@@ -170,8 +172,19 @@ def _status_kb(pid: int, field: str) -> int:
     return 0
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError, ValueError):
+        return 0.0
+
+
 class _Sampler(threading.Thread):
-    """Peak VmRSS of the client process and peak summed RssAnon of the database's backends."""
+    """Peak VmRSS of the client process and peak summed RssAnon of the database's backends; the CPU seconds
+    both used (load-independent, unlike wall time on a shared machine)."""
 
     def __init__(self, client_pid: int, dsn: str, dbname: str) -> None:
         super().__init__(daemon=True)
@@ -179,7 +192,13 @@ class _Sampler(threading.Thread):
         self.client_peak_kb = 0
         self.server_peak_kb = 0
         self.server_backends = 0
+        self.client_cpu = 0.0
+        self.backend_cpu: dict[int, float] = {}
         self.done = threading.Event()
+
+    @property
+    def server_cpu(self) -> float:
+        return sum(self.backend_cpu.values())
 
     def run(self) -> None:
         import psycopg
@@ -196,6 +215,9 @@ class _Sampler(threading.Thread):
                     self.server_backends = max(self.server_backends, len(pids))
                 tick += 1
                 self.client_peak_kb = max(self.client_peak_kb, _status_kb(self.client_pid, "VmRSS"))
+                self.client_cpu = max(self.client_cpu, _cpu_seconds(self.client_pid))
+                for pid in pids:
+                    self.backend_cpu[pid] = max(self.backend_cpu.get(pid, 0.0), _cpu_seconds(pid))
                 self.server_peak_kb = max(self.server_peak_kb, sum(_status_kb(p, "RssAnon") for p in pids))
                 time.sleep(0.02)
 
@@ -227,7 +249,8 @@ def run_case(server_dsn: str, lang: str, size_name: str, workdir: Path) -> dict[
             raise SystemExit(f"case {lang} {size_name} failed (exit {child.returncode})")
     result = json.loads(out.strip().splitlines()[-1])
     result.update(lang=lang, size=size_name, bytes=path.stat().st_size, client_peak_mb=sampler.client_peak_kb / 1024,
-                  server_peak_mb=sampler.server_peak_kb / 1024, server_backends=sampler.server_backends)
+                  server_peak_mb=sampler.server_peak_kb / 1024, server_backends=sampler.server_backends,
+                  client_cpu=sampler.client_cpu, server_cpu=sampler.server_cpu)
     path.unlink()
     return result
 
@@ -282,7 +305,10 @@ def show(result: dict[str, object]) -> str:
     memory = (f"  memory: client peak {client:.0f} MB (baseline {baseline:.0f} MB, +{(client - baseline) / mb:.0f} "
               f"MB/MB), server peak {server:.0f} MB private in {result['server_backends']} backends "
               f"({server / mb:.0f} MB/MB)")
-    lines = [head, speeds, memory]
+    client_cpu, server_cpu = float(result.get("client_cpu", 0.0)), float(result.get("server_cpu", 0.0))  # type: ignore[arg-type]
+    cpu = (f"  CPU: client {client_cpu:.1f} s, server {server_cpu:.1f} s ({kb / max(client_cpu, server_cpu, 1e-9):.0f} "
+           f"KB/s if the two overlapped on two idle cores, {kb / max(client_cpu + server_cpu, 1e-9):.0f} on one)")
+    lines = [head, speeds, memory, cpu]
     return "\n".join(lines)
 
 
