@@ -264,8 +264,16 @@ def child(path: Path) -> None:
     sag.embedder.embed(["warm up"])  # numpy, the embedder and the database driver loaded: the baseline
     # The summariser's first call loads sumy and its stemmer (seconds on a busy machine): once per process,
     # not per megabyte.
-    sag.extractor().summary("Warm up the summary. Ada met Alan in London. They wrote letters. Grace read them. "
-                            "The letters were kept in Boston.", title="")
+    warm = ("Warm up the summary. Ada met Alan in London. They wrote letters. Grace read them. "
+            "The letters were kept in Boston. 王伟在上海工作。他写了三封信。")
+    extractor = sag.extractor()
+    extractor.summary(warm, title="")
+    from sag_pg.text.tokenize import search_tokens
+    from sag_pg.types import Chunk
+
+    search_tokens(warm)  # the Chinese word segmenter's dictionary
+    for event in extractor.events(Chunk(0, "", warm, 1, 1), summary="", doc_title=""):
+        extractor.keys(event, summary="", doc_title="", chunk_title="", pre=None)
     baseline_kb = _status_kb(os.getpid(), "VmRSS")
     started = time.perf_counter()
     docs = list(read_inputs([path]))
