@@ -12,7 +12,9 @@ from ..limits import check_name
 from ..types import KeyRef, PreRetrieval
 
 if TYPE_CHECKING:
-    from ..ingest.prepare import PreparedDocument
+    from collections.abc import Iterable
+
+    from ..ingest.prepare import PreparedDocument, PreparedPart, StreamedDocument
 
 
 @dataclass(frozen=True)
@@ -82,37 +84,72 @@ def pre_retrieve(conn: psycopg.Connection, source_id: int, event_embedding: obje
     )
 
 
+def _part_params(part: PreparedPart) -> list[object]:
+    """The chunk, event, key and link arrays of one part, in the order of sag.add_document_part."""
+    from ..text.tokenize import tokens_to_text
+
+    chunks, events, keys = part.chunks, part.events, part.keys
+    return [
+        [c.title for c in chunks], [c.content for c in chunks], [c.start_line for c in chunks],
+        [c.end_line for c in chunks], list(part.chunk_embeddings),
+        [tokens_to_text(t) for t in part.chunk_tokens], [len(t) for t in part.chunk_tokens],
+        part.event_chunk_ordinals, [e.title for e in events], [e.content for e in events],
+        [e.time for e in events], list(part.event_embeddings),
+        [k.type for k in keys], [k.name for k in keys], [k.normalized for k in keys],
+        [k.value_string for k in keys], [k.value_number for k in keys], [k.value_bool for k in keys],
+        part.key_embeddings,
+        [e for e, _, _ in part.links], [k + 1 for _, k, _ in part.links], [n for _, _, n in part.links],
+    ]
+
+
+_PART_PLACEHOLDERS = ("%s, %s, %s, %s, %b, %s, %s, %s, %s, %s, %s::timestamptz[], %b,"
+                      " %s, %s, %s, %s, %s, %s, %b, %s, %s, %s")
+
+
 def ingest_document(conn: psycopg.Connection, source_id: int, prepared: PreparedDocument,
                     alignment: KeyAlignment) -> int:
     """Resolve the keys and store the document in one statement: on an autocommit connection that is one
-    round trip and one transaction per document."""
-    from ..text.tokenize import tokens_to_text
-
-    doc, chunks, events, keys = prepared.doc, prepared.chunks, prepared.events, prepared.keys
+    round trip and one transaction per document.  For a document that fits in one part (see
+    :func:`store_in_parts` for the others)."""
+    doc = prepared.doc
     row = conn.execute(
-        "select sag.ingest_document(%s, %s, %s, %s, %s, %s, %s, %s, %s,"
-        " %s, %s, %s, %s, %b, %s, %s,"
-        " %s, %s, %s, %s::timestamptz[], %b,"
-        " %s, %s, %s, %s, %s, %s, %b,"
-        " %s, %s, %s, %s, %s, %s)",
-        [
-            source_id, doc.uri, doc.title, doc.text, prepared.content_hash, prepared.summary, Jsonb(doc.metadata),
-            prepared.prompt_tokens, prepared.completion_tokens,
-            [c.title for c in chunks], [c.content for c in chunks],
-            [c.start_line for c in chunks], [c.end_line for c in chunks],
-            list(prepared.chunk_embeddings),
-            [tokens_to_text(t) for t in prepared.chunk_tokens], [len(t) for t in prepared.chunk_tokens],
-            prepared.event_chunk_ordinals, [e.title for e in events], [e.content for e in events],
-            [e.time for e in events], list(prepared.event_embeddings),
-            [k.type for k in keys], [k.name for k in keys], [k.normalized for k in keys],
-            [k.value_string for k in keys], [k.value_number for k in keys], [k.value_bool for k in keys],
-            prepared.key_embeddings,
-            [e for e, _, _ in prepared.links], [k + 1 for _, k, _ in prepared.links], [n for _, _, n in prepared.links],
-            alignment.trigram, alignment.vector, alignment.across_types,
-        ],
+        f"select sag.ingest_document(%s, %s, %s, %s, %s, %s, %s, %s, %s, {_PART_PLACEHOLDERS}, %s, %s, %s)",
+        [source_id, doc.uri, doc.title, doc.text, prepared.content_hash, prepared.summary, Jsonb(doc.metadata),
+         prepared.prompt_tokens, prepared.completion_tokens, *_part_params(prepared.as_part()),
+         alignment.trigram, alignment.vector, alignment.across_types],
     ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+_ANALYZE_GROWN = "analyze sag.keys, sag.events, sag.event_keys, sag.chunks, sag.relations, sag.relation_events"
+
+
+def store_in_parts(conn: psycopg.Connection, source_id: int, head: PreparedDocument | StreamedDocument,
+                   parts: Iterable[PreparedPart], alignment: KeyAlignment) -> int:
+    """Store a document part by part in one transaction (sag.begin_document, sag.add_document_part for each
+    part as it comes, sag.finish_document): neither side ever holds more than one part's rows, and a failure
+    or a crash anywhere leaves nothing of the document.  ``conn`` must be outside a transaction."""
+    doc = head.doc
+    with conn.transaction():
+        row = conn.execute(
+            "select document_id, old_key_ids, old_key_deltas from sag.begin_document("
+            "%s, %s, %s, %s, %s, %s, %s, %s, %s, lock_source => true)",
+            [source_id, doc.uri, doc.title, doc.text, head.content_hash, head.summary, Jsonb(doc.metadata),
+             head.prompt_tokens, head.completion_tokens]).fetchone()
+        assert row is not None
+        document_id, old_ids, old_deltas = row
+        for number, part in enumerate(parts, start=1):
+            conn.execute(f"select sag.add_document_part(%s, %s, %s, %s, {_PART_PLACEHOLDERS}, %s, %s, %s)",
+                         [source_id, document_id, part.chunk_offset, part.event_offset, *_part_params(part),
+                          alignment.trigram, alignment.vector, alignment.across_types])
+            if number & (number - 1) == 0:
+                # The rows written so far have doubled: fresh statistics (ANALYZE counts this transaction's rows),
+                # else plans made when the tables were small keep scanning what has grown since (every key of a
+                # type for each key looked up, every link of the source for each part: quadratic).
+                conn.execute(_ANALYZE_GROWN)
+        conn.execute("select sag.finish_document(%s, %s, %s, %s)", [source_id, document_id, old_ids, old_deltas])
+    return int(document_id)
 
 
 # -- the writer's session and bulk loads -----------------------------------------------------------------
@@ -128,6 +165,12 @@ def writer_session(conn: psycopg.Connection, *, async_commit: bool = False) -> N
 def document_count(conn: psycopg.Connection) -> int:
     """Documents of every source (the vector indexes are shared by all sources)."""
     row = conn.execute("select count(*) from sag.documents").fetchone()
+    return int(row[0]) if row else 0
+
+
+def stored_text_bytes(conn: psycopg.Connection) -> int:
+    """Bytes of the stored documents' text, all sources (what the shared vector indexes hold rows of)."""
+    row = conn.execute("select coalesce(sum(octet_length(content)), 0) from sag.documents").fetchone()
     return int(row[0]) if row else 0
 
 

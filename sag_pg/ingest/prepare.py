@@ -1,6 +1,8 @@
 """Turn one document into everything that will be stored: summary, chunks, events, keys, embeddings.
 
-No database writes happen here; pre-retrieval (LLM mode only) reads through a callback.
+No database writes happen here; pre-retrieval (LLM mode only) reads through a callback.  A big document is
+prepared part by part (:meth:`DocumentPreparer.prepare_streamed`): a few dozen chunks with their events, keys
+and vectors at a time, each part stored before the next is made, so memory does not grow with the document.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -55,6 +57,81 @@ class PreparedDocument:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     timings: dict[str, float] = field(default_factory=dict)
+
+    def as_part(self) -> PreparedPart:
+        """The whole document as one part."""
+        return PreparedPart(0, 0, self.chunks, self.chunk_tokens, self.chunk_embeddings, self.event_chunk_ordinals,
+                            self.events, self.event_embeddings, self.keys, self.key_embeddings, self.links)
+
+    def parts(self, max_chunks: int) -> Iterator[PreparedPart]:
+        """The document cut into parts of at most ``max_chunks`` chunks (each chunk with its events, each part
+        with the keys its events name)."""
+        if len(self.chunks) <= max_chunks:
+            yield self.as_part()
+            return
+        links_of: dict[int, list[tuple[int, int]]] = {}
+        for event, key, count in self.links:
+            links_of.setdefault(event, []).append((key, count))
+        first_event = 0
+        for start in range(0, len(self.chunks), max_chunks):
+            chunks = self.chunks[start:start + max_chunks]
+            end_event = first_event
+            last = chunks[-1].ordinal
+            while end_event < len(self.events) and self.event_chunk_ordinals[end_event] <= last:
+                end_event += 1
+            index: dict[int, int] = {}
+            links: list[tuple[int, int, int]] = []
+            for event in range(first_event, end_event):
+                for key, count in links_of.get(event, ()):
+                    links.append((event - first_event, index.setdefault(key, len(index)), count))
+            yield PreparedPart(
+                start, first_event, chunks, self.chunk_tokens[start:start + max_chunks],
+                self.chunk_embeddings[start:start + max_chunks], self.event_chunk_ordinals[first_event:end_event],
+                self.events[first_event:end_event], self.event_embeddings[first_event:end_event],
+                [self.keys[k] for k in index], [self.key_embeddings[k] for k in index], links)
+            first_event = end_event
+
+
+@dataclass
+class PreparedPart:
+    """Consecutive chunks of a document with their events (attached to absolute chunk ordinals) and the keys
+    those events name; links are (event position in the part, index into keys, count)."""
+
+    chunk_offset: int
+    event_offset: int
+    chunks: list[Chunk]
+    chunk_tokens: list[list[str]]
+    chunk_embeddings: np.ndarray
+    event_chunk_ordinals: list[int]
+    events: list[EventDraft]
+    event_embeddings: np.ndarray
+    keys: list[PreparedKey]
+    key_embeddings: list[np.ndarray | None]
+    links: list[tuple[int, int, int]]
+
+
+@dataclass
+class StreamedDocument:
+    """A big document whose summary and chunks are made, its events, keys and vectors made part by part
+    while it is stored (:meth:`parts`; each call starts again from the first part)."""
+
+    doc: DocumentInput
+    content_hash: str
+    summary: str
+    chunk_count: int
+    make_parts: Callable[[], Iterator[PreparedPart]]
+    timings: dict[str, float] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    events: int = 0  # of the parts made by the last call of parts()
+    links: int = 0
+
+    def parts(self) -> Iterator[PreparedPart]:
+        self.events = self.links = 0
+        for part in self.make_parts():
+            self.events += len(part.events)
+            self.links += len(part.links)
+            yield part
 
 
 def content_hash(doc: DocumentInput, *, extractor: str, embedder: str | None = None) -> str:
@@ -191,6 +268,65 @@ class DocumentPreparer:
                 out.append(result)
         return out
 
+    def prepare_streamed(self, doc: DocumentInput, part_chunks: int) -> StreamedDocument:
+        """Summary and chunks now; events, keys and vectors of ``part_chunks`` chunks at a time as the parts
+        are read.  Only for extractors without pre-retrieval."""
+        if self.extractor.uses_pre_retrieval:
+            raise ValueError(f"extractor {self.extractor.name} prepares one whole document at a time")
+        timings: dict[str, float] = {}
+        clock = _Clock(timings)
+        summary = self.extractor.summary(doc.text, title=doc.title)
+        clock.lap("summary")
+        chunks = chunk_document(doc.text, title=doc.title)
+        if not chunks:
+            raise ExtractionError(f"{doc.origin or doc.uri}: no text to index after chunking")
+        clock.lap("chunk")
+
+        def make_parts() -> Iterator[PreparedPart]:
+            first_event = 0
+            for start in range(0, len(chunks), part_chunks):
+                part = self._part(doc, summary, chunks, start, start + part_chunks, first_event, timings)
+                first_event += len(part.events)
+                yield part
+
+        return StreamedDocument(doc, content_hash(doc, extractor=self.extractor.name, embedder=self.embedder.name),
+                                summary, len(chunks), make_parts, timings)
+
+    def _part(self, doc: DocumentInput, summary: str, chunks: list[Chunk], start: int, end: int, first_event: int,
+              timings: dict[str, float]) -> PreparedPart:
+        clock = _Clock(timings)
+        own = chunks[start:end]
+        chunk_tokens = [search_tokens(f"{c.title}\n{c.content}") for c in own]
+        clock.lap("chunk")
+        events, event_chunk = self._chunk_events(doc, summary, own)
+        clock.lap("events")
+        # _keys reads chunks[event_chunk[i]]: the ordinals are the document's, and so is the list.
+        keys, counts = self._keys(doc, summary, chunks, events, event_chunk, None)
+        clock.lap("keys")
+        new_keys = list(dict.fromkeys(k.value_string for k in keys
+                                      if k.value_string is not None and k.value_string not in self._key_vectors))
+        texts = [f"{c.title}\n{c.content}" for c in own] + [f"{e.title}\n{e.content}" for e in events]
+        vectors = self.embedder.embed(texts + new_keys)
+        self._remember_keys(new_keys, vectors[len(texts):])
+        key_vecs = self._key_embeddings(keys)
+        clock.lap("embed")
+        return PreparedPart(start, first_event, own, chunk_tokens, vectors[:len(own)], event_chunk, events,
+                            vectors[len(own):len(texts)], keys, key_vecs,
+                            [(e, k, c) for (e, k), c in counts.items()])
+
+    def _chunk_events(self, doc: DocumentInput, summary: str,
+                      chunks: list[Chunk]) -> tuple[list[EventDraft], list[int]]:
+        ex = self.extractor
+        per_chunk = self._map(lambda c: ex.events(c, summary=summary, doc_title=doc.title), chunks)
+        events: list[EventDraft] = []
+        event_chunk: list[int] = []
+        for chunk, found in zip(chunks, per_chunk, strict=True):
+            for event in found:
+                if event.content.strip():
+                    events.append(event)
+                    event_chunk.append(chunk.ordinal)
+        return events, event_chunk
+
     # -- the steps ---------------------------------------------------------------------------------------
 
     def _events(self, doc: DocumentInput, clock: _Clock) -> tuple[str, list[Chunk], list[list[str]],
@@ -203,14 +339,7 @@ class DocumentPreparer:
             raise ExtractionError(f"{doc.origin or doc.uri}: no text to index after chunking")
         chunk_tokens = [search_tokens(f"{c.title}\n{c.content}") for c in chunks]
         clock.lap("chunk")
-        per_chunk = self._map(lambda c: ex.events(c, summary=summary, doc_title=doc.title), chunks)
-        events: list[EventDraft] = []
-        event_chunk: list[int] = []
-        for chunk, found in zip(chunks, per_chunk, strict=True):
-            for event in found:
-                if event.content.strip():
-                    events.append(event)
-                    event_chunk.append(chunk.ordinal)
+        events, event_chunk = self._chunk_events(doc, summary, chunks)
         clock.lap("events")
         return summary, chunks, chunk_tokens, events, event_chunk
 

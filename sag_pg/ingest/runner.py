@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import queue
 import sys
 import threading
 import time
@@ -25,15 +26,22 @@ from ..db.connection import LOCK_TIMEOUT_S, Database, timeouts_as_errors
 from ..errors import DatabaseError, SagError
 from ..llm.base import LLM
 from ..types import DEFAULT_KEY_TYPES
-from .prepare import DocumentPreparer, PreparedDocument, content_hash
+from .prepare import DocumentPreparer, PreparedDocument, PreparedPart, StreamedDocument, content_hash
 from .readers import DocumentInput, InputFailure, ReadResult
 
 BULK_DOCUMENTS = 1000  # changed documents that always make a load "bulk"
 BULK_MIN_DOCUMENTS = 200  # below this, row-by-row index updates are cheaper than a rebuild
+# Text (bytes) that makes a load bulk whatever its number of documents, if at least as much as is stored: one
+# 4 MB document is ~65,000 chunks, events and keys, ~1.5 ms of HNSW insertion each (issue #36 item 11).
+BULK_MIN_BYTES = 200_000
 _BULK = 16  # from this many changed documents on, prepare in a worker process
 _WINDOW = 32  # documents in flight to the worker
 _BATCH = 8  # documents prepared together: their texts go to the embedder in one call
 _FLUSH_EVERY = 2000  # stored documents between two folds of the BM25 statistics queue
+# Documents of at least this many characters are prepared and stored part by part (offline extractors): a few
+# dozen chunks with their events, keys and vectors at a time, so neither side's memory grows with the document.
+STREAM_CHARS = 64_000
+PART_CHUNKS = 32  # chunks a part (about 270 events and 1,300 key links of dense English prose)
 
 # Errors after which the same document transaction is simply tried again.
 _RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure,
@@ -122,6 +130,10 @@ class Ingestor:
         stored = store.document_count(conn)  # all sources share the indexes
         needed = min(BULK_DOCUMENTS, max(BULK_MIN_DOCUMENTS, stored))
         bulk = bool(head) and (self.bulk or (self.bulk is None and len(head) >= needed))
+        if head and self.bulk is None and not bulk:
+            # A few big documents: the same rule on their text (rows follow the text, not the documents).
+            size = sum(len(doc.text.encode("utf-8")) for doc in head)
+            bulk = size >= BULK_MIN_BYTES and size >= store.stored_text_bytes(conn)
         began = time.perf_counter()
         if bulk:
             store.begin_bulk_load(conn, wait_seconds=LOCK_TIMEOUT_S)  # searches meanwhile scan exactly
@@ -134,9 +146,9 @@ class Ingestor:
                 if isinstance(outcome, str):
                     self._fail(report, f"{doc.origin or doc.uri}: {outcome}", notify)
                     continue
-                for name, seconds in outcome.timings.items():
-                    report.timings[name] = report.timings.get(name, 0.0) + seconds
                 self._store(conn, source_id, outcome, report, notify)
+                for name, seconds in outcome.timings.items():  # a streamed document is prepared as it is stored
+                    report.timings[name] = report.timings.get(name, 0.0) + seconds
             finished = True
         finally:
             if bulk and not finished and not conn.broken:
@@ -204,23 +216,38 @@ class Ingestor:
                 yield doc, self._prepare_here(doc, report)
             return
         head = list(itertools.islice(docs, _BULK))
-        batches = _batched(itertools.chain(head, docs), _BATCH)
+        groups = _grouped(itertools.chain(head, docs), _BATCH)
         if len(head) < _BULK or not _can_spawn():
-            for batch in batches:
-                yield from zip(batch, self.preparer.prepare_many(batch), strict=True)
+            for group in groups:
+                if isinstance(group, list):
+                    yield from zip(group, self.preparer.prepare_many(group), strict=True)
+                else:
+                    yield group, self._prepare_streamed(group)
             return
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_worker,
                                  initargs=(self.preparer, os.getpid())) as pool:
             window: deque[tuple[list[DocumentInput], Future[list[PreparedDocument | str]]]] = deque()
-            for batch in batches:
-                window.append((batch, pool.submit(_prepare_in_worker, batch)))
+            for group in groups:
+                if not isinstance(group, list):  # a big document: prepared here, part by part, in its turn
+                    while window:
+                        first, future = window.popleft()
+                        yield from zip(first, future.result(), strict=True)
+                    yield group, self._prepare_streamed(group)
+                    continue
+                window.append((group, pool.submit(_prepare_in_worker, group)))
                 if len(window) * _BATCH >= _WINDOW:
                     first, future = window.popleft()
                     yield from zip(first, future.result(), strict=True)
             while window:
                 first, future = window.popleft()
                 yield from zip(first, future.result(), strict=True)
+
+    def _prepare_streamed(self, doc: DocumentInput) -> StreamedDocument | str:
+        try:
+            return self.preparer.prepare_streamed(doc, PART_CHUNKS)
+        except SagError as exc:
+            return str(exc)
 
     def _prepare_here(self, doc: DocumentInput, report: IngestReport) -> PreparedDocument | str:
         before = self.llm.usage.snapshot() if self.llm is not None else None
@@ -254,15 +281,31 @@ class Ingestor:
             self.preparer.synonyms = normalize_synonyms(synonyms)  # once, not per key
         return source_id
 
-    def _store(self, conn: psycopg.Connection, source_id: int, prepared: PreparedDocument, report: IngestReport,
-               notify: DocumentCallback) -> None:
+    def _store(self, conn: psycopg.Connection, source_id: int, prepared: PreparedDocument | StreamedDocument,
+               report: IngestReport, notify: DocumentCallback) -> None:
         started = time.perf_counter()
+        waited = 0.0  # for the parts of a streamed document: not storage time
         origin = prepared.doc.origin or prepared.doc.uri
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                # One statement on an autocommit connection: one round trip, one transaction.
-                store.ingest_document(conn, source_id, prepared, self.alignment)
+                if isinstance(prepared, StreamedDocument):
+                    # Its parts are made by a thread while the previous part is stored (Python's extraction and
+                    # PostgreSQL's writes overlap); an extraction error rolls the whole document back.
+                    prefetched = _Prefetched(prepared.parts())
+                    try:
+                        with prefetched as parts:
+                            store.store_in_parts(conn, source_id, prepared, parts, self.alignment)
+                    finally:
+                        waited += prefetched.waited
+                elif len(prepared.chunks) > PART_CHUNKS:
+                    store.store_in_parts(conn, source_id, prepared, prepared.parts(PART_CHUNKS), self.alignment)
+                else:
+                    # One statement on an autocommit connection: one round trip, one transaction.
+                    store.ingest_document(conn, source_id, prepared, self.alignment)
                 break
+            except SagError as exc:  # making a part of a streamed document failed (its embedder, say)
+                self._fail(report, f"{origin}: {exc}", notify)
+                return
             except _RETRYABLE as exc:
                 if attempt == _ATTEMPTS:
                     self._fail(report, f"{origin}: gave up after {attempt} attempts with concurrent writers: "
@@ -282,10 +325,15 @@ class Ingestor:
         self._maybe_analyze(conn, report.documents)
         if report.documents % _FLUSH_EVERY == 0:
             store.flush_term_stats(conn)  # searches meanwhile add up the queue: keep it short
-        report.chunks += len(prepared.chunks)
-        report.events += len(prepared.events)
-        report.keys += len(prepared.links)
-        report.timings["store"] = report.timings.get("store", 0.0) + time.perf_counter() - started
+        if isinstance(prepared, StreamedDocument):
+            report.chunks += prepared.chunk_count
+            report.events += prepared.events
+            report.keys += prepared.links
+        else:
+            report.chunks += len(prepared.chunks)
+            report.events += len(prepared.events)
+            report.keys += len(prepared.links)
+        report.timings["store"] = report.timings.get("store", 0.0) + time.perf_counter() - started - waited
         notify("stored", origin)
 
     _report_lock = threading.Lock()
@@ -335,10 +383,77 @@ def _prepare_in_worker(docs: list[DocumentInput]) -> list[PreparedDocument | str
         return [str(exc)] * len(docs)
 
 
-def _batched(items: Iterable[DocumentInput], size: int) -> Iterator[list[DocumentInput]]:
-    iterator = iter(items)
-    while batch := list(itertools.islice(iterator, size)):
+def _grouped(items: Iterable[DocumentInput], size: int) -> Iterator[list[DocumentInput] | DocumentInput]:
+    """Documents in input order: up to ``size`` small ones in a list, a big one (:data:`STREAM_CHARS`) alone."""
+    batch: list[DocumentInput] = []
+    for doc in items:
+        if len(doc.text) >= STREAM_CHARS:
+            if batch:
+                yield batch
+                batch = []
+            yield doc
+            continue
+        batch.append(doc)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
         yield batch
+
+
+class _Prefetched:
+    """The parts of a streamed document, each made by a thread while the one before is being stored (at most
+    two parts exist at a time).  An exception raised making a part is raised where the part is read; leaving
+    the ``with`` block early stops the thread."""
+
+    def __init__(self, parts: Iterator[PreparedPart]) -> None:
+        self._parts = parts
+        self._queue: queue.Queue[tuple[str, object]] = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._make, name="sag-parts", daemon=True)
+        self.waited = 0.0  # seconds the reader waited for a part
+
+    def __enter__(self) -> Iterator[PreparedPart]:
+        self._thread.start()
+        return self._read()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        while self._thread.is_alive():  # let a blocked put() through
+            try:
+                self._queue.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self._thread.join()
+
+    def _put(self, item: tuple[str, object]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _make(self) -> None:
+        try:
+            for part in self._parts:
+                if not self._put(("part", part)):
+                    return
+            self._put(("end", None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the reader, raised there
+            self._put(("error", exc))
+
+    def _read(self) -> Iterator[PreparedPart]:
+        while True:
+            started = time.perf_counter()
+            kind, value = self._queue.get()
+            self.waited += time.perf_counter() - started
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value  # type: ignore[misc]
+            yield value  # type: ignore[misc]
 
 
 def _can_spawn() -> bool:

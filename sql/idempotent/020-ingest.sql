@@ -1,5 +1,6 @@
--- Ingestion: sources, key resolution ("one key per meaning"), and storing one document at a time.
--- The Python pipeline calls sag.resolve_keys then sag.store_document inside one transaction per document.
+-- Ingestion: sources, key resolution ("one key per meaning"), and storing one document at a time: in one
+-- statement (sag.ingest_document), or part by part in one transaction (sag.begin_document, sag.add_document_part,
+-- sag.finish_document) for a document too big for one.
 
 create or replace function sag.ensure_source(source_name text)
 returns bigint
@@ -341,6 +342,204 @@ comment on function sag.delete_document(bigint, bigint) is
     'Deletes a document (source id, document id) with its chunks, events and links, keeps key event counts '
     'right and removes keys left with no event. Returns false if there was no such document.';
 
+-- Storing a document is three steps inside the caller's one transaction, so a document of any size goes in
+-- part by part (bounded memory on both sides) and a crash still leaves nothing of it:
+--   sag.begin_document     replaces the document row (the old version's rows go, its keys stay until the end);
+--   sag.add_document_part  (any number of times) stores chunks, their events and the events' key links;
+--   sag.finish_document    settles the old version's key counts and removes keys left with no event.
+-- sag.ingest_document and sag.store_document are the three in one statement (one part), for documents that
+-- fit in one part: on an autocommit connection one round trip and one transaction (and, on Citus, one call run
+-- whole on the worker that holds the source).
+create or replace function sag.begin_document(
+    p_source_id bigint, p_uri text, p_title text, p_content text, p_content_hash text, p_summary text,
+    p_metadata jsonb, p_prompt_tokens integer default 0, p_completion_tokens integer default 0,
+    lock_source boolean default false)
+returns table (document_id bigint, old_key_ids bigint[], old_key_deltas integer[])
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    old_id bigint;
+    doc_id bigint;
+    old_ids bigint[] := '{}';
+    old_deltas integer[] := '{}';
+begin
+    perform sag_internal._wait_for_index_builds();
+    if lock_source then
+        -- A document stored in several parts resolves its keys part by part: it takes the whole source's key
+        -- lock first (sag.resolve_keys takes the same lock when a document has many meanings), so the locks of
+        -- its later parts never order against another writer's.
+        perform pg_advisory_xact_lock(hashtextextended('sag.keys of source ' || p_source_id, 0));
+    end if;
+    -- Changed content replaces the old document inside this same transaction.  Its keys' counts are settled
+    -- by sag.finish_document, together with the new document's: a key the new text still uses must not be
+    -- deleted as an orphan in between (nor its event_count change before the new parts' keys are resolved).
+    select d.id into old_id from sag.documents d where d.source_id = p_source_id and d.uri = p_uri for update;
+    if old_id is not null then
+        select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(-x.n), '{}') into old_ids, old_deltas
+          from sag_internal._document_key_events(p_source_id, old_id) x;
+        perform sag_internal._before_document_delete(p_source_id, old_id);
+        delete from sag.documents d where d.source_id = p_source_id and d.id = old_id;
+    end if;
+    insert into sag.documents (source_id, uri, title, content, content_hash, summary, metadata,
+                               prompt_tokens, completion_tokens)
+    values (p_source_id, p_uri, coalesce(p_title, ''), p_content, p_content_hash, coalesce(p_summary, ''),
+            coalesce(p_metadata, '{}'::jsonb), coalesce(p_prompt_tokens, 0), coalesce(p_completion_tokens, 0))
+    returning id into doc_id;
+    return query select doc_id, old_ids, old_deltas;
+end;
+$$;
+comment on function sag.begin_document(bigint, text, text, text, text, text, jsonb, integer, integer, boolean) is
+    'First step of storing a document in parts (inside one transaction): replaces the document with this uri '
+    'in the source by a new row without chunks; returns its id and the old version''s key counts to pass to '
+    'sag.finish_document.  lock_source takes the source''s key lock for the whole transaction (several parts).';
+
+-- Chunks (0-based ordinals from chunk_offset), their events (attached to chunk ordinals of this part; event
+-- ordinals from event_offset) and the events' links to already resolved keys (event position in this part,
+-- 0-based; key id; count).  Every statement reads only this part's rows through an index: the cost of a part
+-- does not grow with the parts before it.
+create or replace function sag_internal._store_part(
+    p_source_id bigint, p_document_id bigint, chunk_offset integer, event_offset integer,
+    chunk_titles text[], chunk_contents text[], chunk_start_lines integer[], chunk_end_lines integer[],
+    chunk_embeddings @extschema:vector@.vector[], chunk_tokens text[], chunk_token_counts integer[],
+    event_chunk_ordinals integer[], event_titles text[], event_contents text[], event_times timestamptz[],
+    event_embeddings @extschema:vector@.vector[],
+    link_event_ordinals integer[], link_key_ids bigint[], link_counts integer[])
+returns integer
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    n_chunks integer := coalesce(cardinality(chunk_titles), 0);
+    chunk_ids bigint[];
+    event_ids bigint[];
+    link_events bigint[];
+    link_keys bigint[];
+begin
+    if n_chunks = 0 then
+        return 0;
+    end if;
+    insert into sag.chunks (document_id, source_id, ordinal, title, content, start_line, end_line,
+                            embedding, tokens, token_count)
+    select p_document_id, p_source_id, chunk_offset + (c.n - 1)::int, c.title, c.content, c.start_line, c.end_line,
+           c.emb::@extschema:vector@.halfvec, c.tokens, c.tc
+      from unnest(chunk_titles, chunk_contents, chunk_start_lines, chunk_end_lines, chunk_embeddings,
+                  chunk_tokens, chunk_token_counts) with ordinality as c(title, content, start_line, end_line,
+                                                                          emb, tokens, tc, n);
+    -- This part's chunks, by their ordinals (a range of the unique index), in ordinal order.
+    select array_agg(c.id order by c.ordinal) into chunk_ids
+      from sag.chunks c
+     where c.source_id = p_source_id and c.document_id = p_document_id
+       and c.ordinal >= chunk_offset and c.ordinal < chunk_offset + n_chunks;
+
+    -- The new chunks' lexemes, queued (+1) for the BM25 statistics.
+    insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
+    select c.source_id, 1, c.token_count, c.tsv from sag.chunks c
+     where c.source_id = p_source_id and c.id = any(chunk_ids);
+
+    insert into sag.events (chunk_id, document_id, source_id, ordinal, title, content, event_time, embedding)
+    select chunk_ids[e.chunk_ordinal - chunk_offset + 1], p_document_id, p_source_id, event_offset + (e.n - 1)::int,
+           e.title, e.content, e.t, e.emb::@extschema:vector@.halfvec
+      from unnest(event_chunk_ordinals, event_titles, event_contents, event_times, event_embeddings)
+           with ordinality as e(chunk_ordinal, title, content, t, emb, n);
+    select coalesce(array_agg(e.id order by e.ordinal), '{}') into event_ids
+      from sag.events e where e.source_id = p_source_id and e.chunk_id = any(chunk_ids);
+
+    insert into sag.event_keys (source_id, event_id, key_id, count)
+    select p_source_id, event_ids[l.event_ordinal + 1], l.key_id, sum(l.cnt)::int
+      from unnest(link_event_ordinals, link_key_ids, link_counts) as l(event_ordinal, key_id, cnt)
+     group by 2, 3;
+
+    -- The co-occurrence relations its events' links add (in event, key order: concurrent ingests queue).
+    -- sag.cooccurrence = off (a session or database setting) skips them for a load followed by
+    -- sag.rebuild_cooccurrence().
+    -- (The links are read first and passed on: on Citus a function that reads distributed tables must not be
+    -- called from a query that reads them.)
+    if coalesce(current_setting('sag.cooccurrence', true), '') <> 'off' then
+        select array_agg(ek.event_id order by ek.event_id, ek.key_id), array_agg(ek.key_id order by ek.event_id, ek.key_id)
+          into link_events, link_keys
+          from sag.event_keys ek where ek.source_id = p_source_id and ek.event_id = any(event_ids);
+        if link_events is not null then
+            perform sag_internal._cooccur_links(p_source_id, link_events, link_keys);
+        end if;
+    end if;
+
+    insert into sag.chunk_keys (source_id, chunk_id, key_id, count)
+    select p_source_id, ev.chunk_id, ek.key_id, sum(ek.count)::int
+      from sag.events ev join sag.event_keys ek on ek.source_id = ev.source_id and ek.event_id = ev.id
+     where ev.source_id = p_source_id and ev.chunk_id = any(chunk_ids) and ek.source_id = p_source_id
+     group by ev.chunk_id, ek.key_id;
+
+    return cardinality(event_ids);
+end;
+$$;
+
+create or replace function sag.add_document_part(
+    p_source_id bigint, p_document_id bigint, chunk_offset integer, event_offset integer,
+    chunk_titles text[], chunk_contents text[], chunk_start_lines integer[], chunk_end_lines integer[],
+    chunk_embeddings @extschema:vector@.vector[], chunk_tokens text[], chunk_token_counts integer[],
+    event_chunk_ordinals integer[], event_titles text[], event_contents text[], event_times timestamptz[],
+    event_embeddings @extschema:vector@.vector[],
+    key_types text[], key_names text[], key_normalized text[], key_strings text[], key_numbers float8[],
+    key_bools boolean[], key_embeddings @extschema:vector@.vector[],
+    link_event_ordinals integer[], link_key_ords integer[], link_counts integer[],
+    trgm_threshold float8 default 0.9, vector_threshold float8 default null, across_types boolean default true)
+returns integer
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    resolved bigint[] := '{}';
+begin
+    if coalesce(cardinality(key_types), 0) > 0 then
+        select coalesce(array_agg(r.key_id order by r.ord), '{}') into resolved
+          from sag.resolve_keys(p_source_id, key_types, key_names, key_normalized, key_strings, key_numbers,
+                                key_bools, key_embeddings, trgm_threshold, vector_threshold, across_types) r;
+    end if;
+    return sag_internal._store_part(
+        p_source_id, p_document_id, chunk_offset, event_offset, chunk_titles, chunk_contents, chunk_start_lines,
+        chunk_end_lines, chunk_embeddings, chunk_tokens, chunk_token_counts, event_chunk_ordinals, event_titles,
+        event_contents, event_times, event_embeddings, link_event_ordinals,
+        array(select resolved[o] from unnest(link_key_ords) with ordinality as l(o, n) order by l.n),
+        link_counts);
+end;
+$$;
+comment on function sag.add_document_part(bigint, bigint, integer, integer, text[], text[], integer[], integer[], @extschema:vector@.vector[], text[], integer[], integer[], text[], text[], timestamptz[], @extschema:vector@.vector[], text[], text[], text[], text[], float8[], boolean[], @extschema:vector@.vector[], integer[], integer[], integer[], float8, float8, boolean) is
+    'Stores one part of a document begun with sag.begin_document: its keys (parallel arrays, resolved by '
+    'sag.resolve_keys), chunks (ordinals from chunk_offset), events (attached to chunk ordinals; ordinals from '
+    'event_offset) and links (event position in this part from 0, 1-based key position, count).  Returns the '
+    'number of events stored.';
+
+create or replace function sag.finish_document(
+    p_source_id bigint, p_document_id bigint, old_key_ids bigint[] default '{}', old_key_deltas integer[] default '{}')
+returns bigint
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    ids bigint[];
+    deltas integer[];
+begin
+    if not exists (select 1 from sag.chunks c where c.source_id = p_source_id and c.document_id = p_document_id) then
+        raise exception using errcode = '22023', message = format('document %s has no chunk', p_document_id);
+    end if;
+    -- Every key's count changes once a document, here, not once a part: an update of sag.keys is not HOT (its
+    -- pages are full) and so maintains every index of the table, the trigram GIN index too.
+    select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.n), '{}') into ids, deltas
+      from sag_internal._document_key_events(p_source_id, p_document_id) x;
+    ids := ids || coalesce(old_key_ids, '{}');
+    deltas := deltas || coalesce(old_key_deltas, '{}');
+    if cardinality(ids) > 0 then
+        perform sag_internal._adjust_key_counts(p_source_id, ids, deltas);
+    end if;
+    return p_document_id;
+end;
+$$;
+comment on function sag.finish_document(bigint, bigint, bigint[], integer[]) is
+    'Last step of storing a document in parts: adds its events to its keys'' counts, takes the replaced '
+    'version''s off (the arrays sag.begin_document returned) and removes keys left with no event.  Returns the '
+    'document id.';
+
 create or replace function sag.store_document(
     p_source_id bigint, p_uri text, p_title text, p_content text, p_content_hash text, p_summary text,
     p_metadata jsonb, p_prompt_tokens integer, p_completion_tokens integer,
@@ -354,83 +553,15 @@ language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
-    old_id bigint;
-    doc_id bigint;
-    old_ids bigint[] := '{}';
-    old_deltas integer[] := '{}';
-    ids bigint[];
-    deltas integer[];
-    link_events bigint[];
-    link_keys bigint[];
+    begun record;
 begin
-    -- Changed content replaces the old document inside this same transaction.  Its keys' counts are
-    -- settled together with the new document's at the end: a key the new text still uses (and that
-    -- sag.resolve_keys already handed out) must not be deleted as an orphan in between.
-    select id into old_id from sag.documents where source_id = p_source_id and uri = p_uri for update;
-    if old_id is not null then
-        select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(-x.n), '{}') into old_ids, old_deltas
-          from sag_internal._document_key_events(p_source_id, old_id) x;
-        perform sag_internal._before_document_delete(p_source_id, old_id);
-        delete from sag.documents where source_id = p_source_id and id = old_id;
-    end if;
-
-    insert into sag.documents (source_id, uri, title, content, content_hash, summary, metadata,
-                               prompt_tokens, completion_tokens)
-    values (p_source_id, p_uri, coalesce(p_title, ''), p_content, p_content_hash, coalesce(p_summary, ''),
-            coalesce(p_metadata, '{}'::jsonb), coalesce(p_prompt_tokens, 0), coalesce(p_completion_tokens, 0))
-    returning id into doc_id;
-
-    insert into sag.chunks (document_id, source_id, ordinal, title, content, start_line, end_line,
-                            embedding, tokens, token_count)
-    select doc_id, p_source_id, (c.n - 1)::int, c.title, c.content, c.start_line, c.end_line,
-           c.emb::@extschema:vector@.halfvec, c.tokens, c.tc
-      from unnest(chunk_titles, chunk_contents, chunk_start_lines, chunk_end_lines, chunk_embeddings,
-                  chunk_tokens, chunk_token_counts) with ordinality as c(title, content, start_line, end_line,
-                                                                          emb, tokens, tc, n);
-
-    insert into sag.events (chunk_id, document_id, source_id, ordinal, title, content, event_time, embedding)
-    select ch.id, doc_id, p_source_id, (e.n - 1)::int, e.title, e.content, e.t, e.emb::@extschema:vector@.halfvec
-      from unnest(event_chunk_ordinals, event_titles, event_contents, event_times, event_embeddings)
-           with ordinality as e(chunk_ordinal, title, content, t, emb, n)
-      join sag.chunks ch on ch.source_id = p_source_id and ch.document_id = doc_id and ch.ordinal = e.chunk_ordinal;
-
-    -- The new chunks' lexemes, queued (+1) for the BM25 statistics.
-    insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
-    select c.source_id, 1, c.token_count, c.tsv from sag.chunks c where c.source_id = p_source_id and c.document_id = doc_id;
-
-    insert into sag.event_keys (source_id, event_id, key_id, count)
-    select p_source_id, ev.id, l.key_id, sum(l.cnt)::int
-      from unnest(link_event_ordinals, link_key_ids, link_counts) as l(event_ordinal, key_id, cnt)
-      join sag.events ev on ev.source_id = p_source_id and ev.document_id = doc_id and ev.ordinal = l.event_ordinal
-     group by ev.id, l.key_id;
-
-    -- The co-occurrence relations its events' links add (in event, key order: concurrent ingests queue).
-    -- sag.cooccurrence = off (a session or database setting) skips them for a load followed by
-    -- sag.rebuild_cooccurrence().
-    -- (The links are read first and passed on: on Citus a function that reads distributed tables must not be
-    -- called from a query that reads them.)
-    if coalesce(current_setting('sag.cooccurrence', true), '') <> 'off' then
-        select array_agg(ek.event_id order by ek.event_id, ek.key_id), array_agg(ek.key_id order by ek.event_id, ek.key_id)
-          into link_events, link_keys
-          from sag.event_keys ek join sag.events ev on ev.source_id = ek.source_id and ev.id = ek.event_id
-         where ev.source_id = p_source_id and ek.source_id = p_source_id and ev.document_id = doc_id;
-        perform sag_internal._cooccur_links(p_source_id, link_events, link_keys);
-    end if;
-
-    insert into sag.chunk_keys (source_id, chunk_id, key_id, count)
-    select p_source_id, ev.chunk_id, ek.key_id, sum(ek.count)::int
-      from sag.events ev join sag.event_keys ek on ek.source_id = ev.source_id and ek.event_id = ev.id
-     where ev.source_id = p_source_id and ev.document_id = doc_id
-     group by ev.chunk_id, ek.key_id;
-
-    select coalesce(array_agg(x.key_id), '{}'), coalesce(array_agg(x.n), '{}') into ids, deltas
-      from sag_internal._document_key_events(p_source_id, doc_id) x;
-    ids := ids || old_ids;
-    deltas := deltas || old_deltas;
-    if cardinality(ids) > 0 then
-        perform sag_internal._adjust_key_counts(p_source_id, ids, deltas);
-    end if;
-    return doc_id;
+    select * into begun from sag.begin_document(p_source_id, p_uri, p_title, p_content, p_content_hash, p_summary,
+                                                p_metadata, p_prompt_tokens, p_completion_tokens);
+    perform sag_internal._store_part(
+        p_source_id, begun.document_id, 0, 0, chunk_titles, chunk_contents, chunk_start_lines, chunk_end_lines,
+        chunk_embeddings, chunk_tokens, chunk_token_counts, event_chunk_ordinals, event_titles, event_contents,
+        event_times, event_embeddings, link_event_ordinals, link_key_ids, link_counts);
+    return sag.finish_document(p_source_id, begun.document_id, begun.old_key_ids, begun.old_key_deltas);
 end;
 $$;
 comment on function sag.store_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], @extschema:vector@.vector[], text[], integer[], integer[], text[], text[], timestamptz[], @extschema:vector@.vector[], integer[], bigint[], integer[]) is
@@ -489,22 +620,30 @@ language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
-    resolved bigint[];
+    resolved bigint[] := '{}';
+    begun record;
 begin
+    -- The locks in the order of every writer: the vector indexes' (shared), the keys' (sag.resolve_keys), then
+    -- the document's row (sag.begin_document).  A document in parts takes the source's key lock first as well.
     perform sag_internal._wait_for_index_builds();
-    select coalesce(array_agg(r.key_id order by r.ord), '{}') into resolved
-      from sag.resolve_keys(p_source_id, key_types, key_names, key_normalized, key_strings, key_numbers,
-                            key_bools, key_embeddings, trgm_threshold, vector_threshold, across_types) r;
-    return sag.store_document(
-        p_source_id, p_uri, p_title, p_content, p_content_hash, p_summary, p_metadata, p_prompt_tokens,
-        p_completion_tokens, chunk_titles, chunk_contents, chunk_start_lines, chunk_end_lines, chunk_embeddings,
-        chunk_tokens, chunk_token_counts, event_chunk_ordinals, event_titles, event_contents, event_times,
-        event_embeddings, link_event_ordinals,
+    if coalesce(cardinality(key_types), 0) > 0 then
+        select coalesce(array_agg(r.key_id order by r.ord), '{}') into resolved
+          from sag.resolve_keys(p_source_id, key_types, key_names, key_normalized, key_strings, key_numbers,
+                                key_bools, key_embeddings, trgm_threshold, vector_threshold, across_types) r;
+    end if;
+    select * into begun from sag.begin_document(p_source_id, p_uri, p_title, p_content, p_content_hash, p_summary,
+                                                p_metadata, p_prompt_tokens, p_completion_tokens);
+    perform sag_internal._store_part(
+        p_source_id, begun.document_id, 0, 0, chunk_titles, chunk_contents, chunk_start_lines, chunk_end_lines,
+        chunk_embeddings, chunk_tokens, chunk_token_counts, event_chunk_ordinals, event_titles, event_contents,
+        event_times, event_embeddings, link_event_ordinals,
         array(select resolved[o] from unnest(link_key_ords) with ordinality as l(o, n) order by l.n),
         link_counts);
+    return sag.finish_document(p_source_id, begun.document_id, begun.old_key_ids, begun.old_key_deltas);
 end;
 $$;
 comment on function sag.ingest_document(bigint, text, text, text, text, text, jsonb, integer, integer, text[], text[], integer[], integer[], @extschema:vector@.vector[], text[], integer[], integer[], text[], text[], timestamptz[], @extschema:vector@.vector[], text[], text[], text[], text[], float8[], boolean[], @extschema:vector@.vector[], integer[], integer[], integer[], float8, float8, boolean) is
     'One whole document in one call (so one statement is one transaction): sag.resolve_keys for its keys '
-    '(parallel arrays), then sag.store_document with links given as (event ordinal, 1-based key position, count).';
+    '(parallel arrays), then sag.begin_document, its chunks, events and links (event ordinal, 1-based key '
+    'position, count) as one part, and sag.finish_document.';
 
