@@ -235,7 +235,11 @@ def test_a_role_granted_one_source_reads_only_it_on_every_worker(clusters: tuple
         conn.execute("insert into pg_dist_authinfo (nodeid, rolename, authinfo) values (0, %s, 'password=lane-only')",
                      [role])
         conn.execute(sql.SQL("grant usage on schema sag, sag_internal to {}").format(sql.Identifier(role)))
+        # (one connection per node: the grant reaches the coordinator tables that have a foreign key to a
+        # reference table too, which Citus refuses to change after a parallel operation; README)
+        conn.execute("set citus.multi_shard_modify_mode to 'sequential'")
         conn.execute(sql.SQL("grant select on all tables in schema sag to {}").format(sql.Identifier(role)))
+        conn.execute("reset citus.multi_shard_modify_mode")
         every = sorted(conn.execute(query).fetchall())
         conn.execute("select sag.grant_source('kingdoms', %s)", [role])
         try:
@@ -280,10 +284,10 @@ def test_the_cli_searches_the_distributed_schema(clusters: tuple[str, SAG], tmp_
 
     url, _ = clusters
     env = {**os.environ, "SAG_DATABASE_URL": url, "SAG_HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "sag_pg", "search", "Who founded Halvard Systems?",
+    done = subprocess.run([sys.executable, "-m", "sag_pg", "search", "Who did Jobs recruit from PepsiCo?",
                            "--source", "tech"], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("1. ") and "Halvard" in done.stdout, done.stdout
+    assert done.stdout.startswith("1. ") and "John Sculley" in done.stdout, done.stdout
 
 
 def test_a_worker_added_and_rebalanced_onto_during_reads_and_writes_changes_nothing(
