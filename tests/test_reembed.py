@@ -19,6 +19,7 @@ from sag_pg.cli import cli
 from sag_pg.db import reembed as reembedding
 from sag_pg.db.connection import Database
 from sag_pg.embedders import HashEmbedder
+from sag_pg.ingest.extractors import RulesExtractor
 
 from .cli_support import run_cli
 from .test_search import DOCS
@@ -189,8 +190,8 @@ def test_documents_stored_with_the_hash_that_named_the_embedder_are_still_unchan
     with psycopg.connect(db_dsn) as conn:
         for uri, title, content, metadata in conn.execute("select uri, title, content, metadata from sag.documents"):
             digest = hashlib.sha256()
-            for part in (title, content, json.dumps(metadata, sort_keys=True, ensure_ascii=False), "rules-v2",
-                         "hash-v1:512"):  # the former formula: the extractor's and the embedder's names last
+            for part in (title, content, json.dumps(metadata, sort_keys=True, ensure_ascii=False),
+                         RulesExtractor.name, "hash-v1:512"):  # the former formula: extractor and embedder last
                 digest.update(part.encode() + b"\x00")
             conn.execute("update sag.documents set content_hash = %s where uri = %s", [digest.hexdigest(), uri])
     code, out, err = run_cli(capsys, "ingest", str(folder), "--json")
