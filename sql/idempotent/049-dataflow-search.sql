@@ -51,7 +51,8 @@ begin
     recalled as (
         select c.source_id, c.id, c.document_id, c.ordinal, r.score
           from ranked r join sag.chunks c on c.source_id = any (srcs) and c.id = r.id
-         order by r.score desc, c.id
+         order by r.score desc, c.source_id, c.id  -- (ties by source, then id: ids follow a source's ingest
+                                                   -- on one node and on Citus, across sources they do not)
          limit greatest(top_n, 0)),
     neighbours as (
         select r.source_id, r.document_id, r.ordinal as a, r.score as a_score,
@@ -69,9 +70,9 @@ begin
         union all
         select f.source_id, f.id, f.document_id, f.ordinal, f.score, true from filled f),
     documents as (
-        select e.document_id, max(e.score) as best from every e group by e.document_id)
+        select e.source_id, e.document_id, max(e.score) as best from every e group by e.source_id, e.document_id)
     select e.id, e.document_id, e.ordinal, c.start_line, c.end_line, e.score, e.completed,
-           (row_number() over (order by d.best desc, d.document_id, e.ordinal))::integer
+           (row_number() over (order by d.best desc, d.source_id, d.document_id, e.ordinal))::integer
       from every e
       join documents d on d.document_id = e.document_id
       join sag.chunks c on c.source_id = any (srcs) and c.source_id = e.source_id and c.id = e.id
