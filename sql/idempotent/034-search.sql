@@ -158,7 +158,6 @@ declare
     page_documents bigint[];
     h_key bigint[];
     h_chunk bigint[];
-    h_w float8[];
 begin
     if anchor is null then
         return null;

@@ -25,11 +25,6 @@ declare
     b_scores float8[];
     r_ids bigint[];
     r_scores float8[];
-    n_source bigint[];
-    n_document bigint[];
-    n_a integer[];
-    n_b integer[];
-    n_score float8[];
 begin
     -- Each chunk's best event, then the ranking, then the recalled chunks and the gaps between them: each a
     -- statement of its own (on Citus a statement reads the distributed tables by source, or none).
