@@ -86,7 +86,8 @@ def db_name(set_name: str, tag: str = "") -> str:
 
 # What decides the stored keys, events, chunks and embeddings: a change in any of these re-ingests.
 INGEST_CODE = ("sag_pg/extract", "sag_pg/text", "sag_pg/ingest", "sag_pg/embedders", "sql/incremental",
-               "sql/idempotent/020-ingest.sql", "sql/idempotent/021-term-stats.sql")
+               "sql/idempotent/020-ingest.sql", "sql/idempotent/021-term-stats.sql",
+               "sql/idempotent/023-document-delete.sql")
 
 
 def ingest_fingerprint() -> str:

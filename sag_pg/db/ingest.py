@@ -1,4 +1,5 @@
-"""The SQL calls of ingestion: one typed function per SQL function in sql/idempotent/020-ingest.sql."""
+"""The SQL calls of ingestion: one typed function per SQL function in sql/idempotent/020-ingest.sql (storing) and
+023-document-delete.sql (deleting)."""
 
 from __future__ import annotations
 
