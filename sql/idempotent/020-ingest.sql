@@ -339,10 +339,12 @@ begin
      where c.source_id = p_source_id and c.document_id = p_document_id
        and c.ordinal >= chunk_offset and c.ordinal < chunk_offset + n_chunks;
 
-    -- The new chunks' lexemes, queued (+1) for the BM25 statistics.
+    -- The new chunks' lexemes, queued (+1) for the BM25 statistics: computed from the arguments as sag.chunks.tsv
+    -- is (not read back: on Citus, an INSERT … SELECT from a distributed table into one with an identity column
+    -- goes through intermediate results, ~200 ms a document).
     insert into sag.term_stats_pending (source_id, sign, token_count, tsv)
-    select c.source_id, 1, c.token_count, c.tsv from sag.chunks c
-     where c.source_id = p_source_id and c.id = any(chunk_ids);
+    select p_source_id, 1, c.tc, to_tsvector('simple'::regconfig, c.tokens)
+      from unnest(chunk_tokens, chunk_token_counts) as c(tokens, tc);
 
     insert into sag.events (chunk_id, document_id, source_id, ordinal, title, content, event_time, embedding)
     select chunk_ids[e.chunk_ordinal - chunk_offset + 1], p_document_id, p_source_id, event_offset + (e.n - 1)::int,
