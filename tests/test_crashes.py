@@ -228,8 +228,11 @@ def test_ctrl_c_during_a_bulk_ingest_says_why_it_waits_and_keeps_the_indexes(db_
     """Issue #37.9: the first Ctrl-C of a bulk ingest says at once that the indexes are being rebuilt (it said
     nothing for 15 s), and they are there afterwards."""
     corpus = write_corpus(tmp_path / "bulk.jsonl", 0, 400)
+    # Ctrl-C's default action, whatever this process inherited (a shell's background job ignores SIGINT, and
+    # the child would inherit that and never see the signal).
     proc = subprocess.Popen([*ingest_cmd("--bulk", str(corpus))], env=cli_env(db_dsn, tmp_path / "home"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         _wait_for_documents(db_dsn, 20, proc)
         proc.send_signal(signal.SIGINT)

@@ -3,7 +3,7 @@ chunks with the same scores for every question of the three development sets, En
 
 Both call sag.retrieve; this checks that nothing on the way differs (the question's embedding, its BM25 terms,
 its named keys, the sources, the order of ties).  The sets are in ../shared/bench (beside the checkout, as in
-CI); the whole corpora are ingested, so the test is marked slow.
+CI); the whole corpora are ingested (minutes), so the test has its own lane: `pytest -m devsets`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ SETS = ("musique-train100", "hotpotqa-train100", "rgb-zh-refine300")
 
 
 @pytest.mark.slow
+@pytest.mark.devsets
 @pytest.mark.parametrize("name", SETS)
 def test_psql_and_python_agree_on_every_dev_question(sag: SAG, db_dsn: str, name: str) -> None:
     if not (BENCH / name).is_dir():
