@@ -14,61 +14,24 @@ is not wrong.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sag_pg.text.normalize import normalize_key
+from tests.entity_gold import Counts, Extract, GoldSentence
+from tests.entity_gold import load_gold as _load_gold
 
 GOLD_PATH = Path(__file__).parent / "data" / "key_gold.jsonl"
 NAMED_TYPES = ("person", "organization", "location")
 FORBIDDEN_TYPES = ("person", "organization", "location", "topic")
 
-# (text, chunk_title) -> [(type, name), ...]
-Extract = Callable[[str, str], Iterable[tuple[str, str]]]
-
-
-@dataclass(frozen=True)
-class GoldSentence:
-    lang: str
-    text: str
-    chunk_title: str
-    entities: tuple[tuple[str, str], ...]  # (type, name)
-    not_keys: tuple[str, ...]
+__all__ = ["GOLD_PATH", "NAMED_TYPES", "Extract", "Score", "load_gold", "score"]
 
 
 def load_gold(path: Path = GOLD_PATH) -> list[GoldSentence]:
-    sentences = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        sentences.append(
-            GoldSentence(
-                row["lang"],
-                row["text"],
-                row.get("chunk_title", ""),
-                tuple((key_type, name) for name, key_type in row["entities"]),
-                tuple(row.get("not_keys", ())),
-            )
-        )
-    return sentences
-
-
-@dataclass
-class Counts:
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+    """The sentences of ``path`` (entity_gold's format; this set has no ``optional`` names)."""
+    return _load_gold(path)
 
 
 @dataclass
