@@ -302,7 +302,9 @@ $$;
 --     or a number, lower-case words only inside ("Flute Sonata in C major"); a single word must be
 --     capitalised and two letters or more.  Capitals are how running text marks a name.
 --   * Han: runs of 2 to 16 characters naming a person, organization or location key: Chinese has no
---     capitals, the key's type is the sign of a name.
+--     capitals, the key's type is the sign of a name.  A topic key is a name where its head says so: a project,
+--     programme or ship (青岚计划, 白露工程, 破浪号: three characters or more ending in 计划, 项目, 工程 or 号,
+--     the heads the extractor types as projects and ships); 计划 or 工作 alone are no name.
 -- The longest spans win and take their words ("Nick Hexum" leaves no room for the key "Nick"); ties by
 -- position.  A key with more than max_key_events events (a hub) is still returned, flagged: the caller decides.
 create or replace function sag.named_keys(
@@ -368,7 +370,8 @@ begin
       join sag.keys k on k.normalized = s.normalized
      where k.value_string is not null
        and (source_ids is null or k.source_id = any (source_ids))
-       and (not s.is_han or k.type in ('person', 'organization', 'location'));
+       and (not s.is_han or k.type in ('person', 'organization', 'location')
+            or k.type = 'topic' and char_length(s.normalized) >= 3 and s.normalized ~ '(计划|项目|工程|号)$');
     for span in
         select u.id, u.text, u.first_word, u.last_word, u.hub
           from unnest(m_id, m_text, m_first, m_last, m_hub) as u(id, text, first_word, last_word, hub)
@@ -393,7 +396,8 @@ $$;
 comment on function sag.named_keys(text, bigint[], integer, integer) is
     'The string keys a question names (of the given sources, NULL = all): spans of up to max_words words that '
     'start and end with a capitalised word or a number (one word: capitalised, >= 2 letters), or Han runs of 2-16 '
-    'characters naming a person, organization or location key, whose normalized text is a key''s normalized '
+    'characters naming a person, organization or location key (or a project/ship topic: 青岚计划, 破浪号), whose '
+    'normalized text is a key''s normalized '
     'name; longest spans first, each word used once.  hub: more than max_key_events events (NULL = no limit).  '
     'sag.retrieve seeds stage 1 with them.  Example: select * from sag.named_keys(''Who married Marie Antoinette?'');';
 

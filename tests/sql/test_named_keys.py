@@ -30,6 +30,9 @@ def graph(db_conn: psycopg.Connection) -> dict[str, int]:
         "zhang": g.key(one, "张伟", type="person"),
         "beijing": g.key(one, "北京", type="location"),
         "work": g.key(one, "工作", type="topic"),
+        "plan": g.key(one, "计划", type="topic"),
+        "qinglan": g.key(one, "青岚计划", type="topic"),
+        "ship": g.key(one, "破浪号", type="topic"),
         "creme": g.key(one, "Crème Brûlée"),
         "cpp": g.key(one, "C++"),
         "python": g.key(one, "Python 3.11"),
@@ -119,6 +122,16 @@ def test_chinese_names_are_person_organization_or_location_keys(db_conn: psycopg
     # Han has no capitals: the key's type says whether a run of characters is a name; 工作 is a topic.
     got = named(db_conn, "张伟在北京工作吗", one)
     assert [(r[0], r[1]) for r in got] == [(graph["zhang"], "张伟"), (graph["beijing"], "北京")]
+
+
+def test_chinese_project_and_ship_names_are_named_by_their_head(db_conn: psycopg.Connection,
+                                                                graph: dict[str, int]) -> None:
+    """Issue #33: "青岚计划的主持人毕业于哪所大学" starts from the project's key; 计划 alone is no name."""
+    one = [graph["one"]]
+    got = named(db_conn, "青岚计划的主持人毕业于哪所大学", one)
+    assert [(r[0], r[1]) for r in got] == [(graph["qinglan"], "青岚计划")]
+    assert [(r[0], r[1]) for r in named(db_conn, "破浪号停在哪里", one)] == [(graph["ship"], "破浪号")]
+    assert named(db_conn, "这个计划在北京吗", one) == [(graph["beijing"], "北京", 6, 7, False)]
 
 
 def test_query_terms_segment_chinese_against_the_index(db_conn: psycopg.Connection) -> None:
