@@ -27,6 +27,12 @@ drop function if exists sag_internal._second_bridge(jsonb, bigint, bigint[], flo
 drop function if exists sag.retrieve(text, @extschema:vector@.vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
                                     float8, integer, float8, integer, integer, integer, integer, integer, integer,
                                     integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean);
+-- Gained profile (issue 34: the seed's formulas as written, profile => 'seed'); match_min_similarity's default
+-- became NULL (= the profile's: 0.45, the seed's 0).
+drop function if exists sag.retrieve(text, @extschema:vector@.vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
+                                    float8, integer, float8, integer, integer, integer, integer, integer, integer,
+                                    integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean,
+                                    boolean);
 -- Returned jsonb before: json is written out as built, jsonb is built again (keys sorted, numbers made numeric)
 -- and then printed back to text, ~1 ms of a search at 10 k events for nothing the caller needs.
 do $$
@@ -322,7 +328,7 @@ create or replace function sag.retrieve(
     event_filter bigint[] default null,
     chunk_filter bigint[] default null,
     match_top_k integer default 30,
-    match_min_similarity float8 default 0.45,
+    match_min_similarity float8 default null,
     event_limit integer default 50,
     threshold float8 default 0.1,
     key_top_n integer default 20,
@@ -340,7 +346,8 @@ create or replace function sag.retrieve(
     with_edges boolean default false,
     specificity boolean default true,
     adaptive_keys boolean default true,
-    soft_hubs boolean default true)
+    soft_hubs boolean default true,
+    profile text default 'default')
 returns json
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -404,12 +411,33 @@ begin
         raise exception using errcode = '22023',
                               message = 'sag.retrieve: seed_key_ids and seed_weights must have the same length';
     end if;
+    if (profile in ('default', 'seed')) is not true then
+        raise exception using errcode = '22023',
+                              message = format('sag.retrieve: profile must be ''default'' or ''seed'', got %s',
+                                               coalesce(profile, 'NULL'));
+    end if;
 
     srcs := coalesce(source_ids, array(select x.id from sag.sources x order by x.id));
     t := clock_timestamp();
     select c.events, c.hub_events into corpus_events, hub_events from sag.calibration(source_ids) c;
-    max_key_events := coalesce(max_key_events, hub_events);
     select * into floors from sag.similarity_floors(source_ids);
+    if profile = 'seed' then
+        -- sag-algorithm §2.2-2.4 as written (docs/retrieval.md, "The seed profile"): plain cosines (no chance
+        -- level), no hubs, no key specificity, no threshold on the seed keys, no named keys, s(c, Q) = the
+        -- cosine, the key term at full weight, no direct matches; the stage functions run their seed formulas.
+        -- Limits the caller gives (max_key_events, match_min_similarity, text_weight) still hold.
+        select 0::float8 as chunk, 0::float8 as event, 0::float8 as key, 1::float8 as lexical,
+               1::float8 as reliability, 1::float8 as redundancy into floors;
+        max_key_events := coalesce(max_key_events, 2147483647);
+        match_min_similarity := coalesce(match_min_similarity, 0);
+        text_weight := coalesce(text_weight, 0);
+        specificity := false;
+        use_names := false;
+        adaptive_keys := false;
+        soft_hubs := false;
+    end if;
+    max_key_events := coalesce(max_key_events, hub_events);
+    match_min_similarity := coalesce(match_min_similarity, 0.45);
     if not specificity then
         corpus_events := null;
     end if;
@@ -484,7 +512,7 @@ begin
                              chunk_text_scores => coalesce(qc_ts, '{}'), text_weight => text_weight,
                              feedback_chunks => feedback_chunks, event_filter => event_filter,
                              corpus_events => corpus_events, hub_seed_ids => named,
-                             similarity_floor => floors.event, soft_hubs => soft_hubs) a;
+                             similarity_floor => floors.event, soft_hubs => soft_hubs, profile => profile) a;
     timings := timings || jsonb_build_object('activate_keys', sag_internal._ms_since(t));
 
     t := clock_timestamp();
@@ -494,7 +522,7 @@ begin
                            max_key_events => max_key_events, event_filter => event_filter,
                            floor_key_ids => named, floor_share => named_key_floor,
                            corpus_events => corpus_events, similarity_floor => floors.event,
-                           soft_hubs => soft_hubs) e;
+                           soft_hubs => soft_hubs, profile => profile) e;
     timings := timings || jsonb_build_object('expand_keys', sag_internal._ms_since(t));
 
     t := clock_timestamp();
@@ -530,26 +558,30 @@ begin
     -- (sag_internal._bridge_match, then _second_bridge); then, from each named key's chunk, the page about its
     -- strongest unnamed key (_second_bridge without a first): the question names A, A's page names B, and
     -- B's page holds the answer.
-    direct := sag_internal._direct_matches(c_ids, c_docs, c_s, floors.redundancy);
-    bridge := sag_internal._bridge_match(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named, srcs);
-    named_chunks := sag_internal._named_matches(c_ids, c_docs, c_w,
-                                                array(select unnest(named) intersect select unnest(kf_ids)), srcs);
-    direct := direct || array(select m.id from unnest(named_chunks) with ordinality as m(id, n)
-                               where m.id <> all (direct) order by m.n);
-    if bridge is not null and bridge <> all (direct) then  -- (NULL <> all of an empty array is true)
-        direct := direct || bridge;
-        bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named, bridge, srcs);
-        if bridge is not null and bridge <> all (direct) then
+    -- The seed profile has none of this (sag-algorithm §2.4: PageRank's order alone).
+    direct := '{}';
+    if profile <> 'seed' then
+        direct := sag_internal._direct_matches(c_ids, c_docs, c_s, floors.redundancy);
+        bridge := sag_internal._bridge_match(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named, srcs);
+        named_chunks := sag_internal._named_matches(c_ids, c_docs, c_w,
+                                                    array(select unnest(named) intersect select unnest(kf_ids)), srcs);
+        direct := direct || array(select m.id from unnest(named_chunks) with ordinality as m(id, n)
+                                   where m.id <> all (direct) order by m.n);
+        if bridge is not null and bridge <> all (direct) then  -- (NULL <> all of an empty array is true)
             direct := direct || bridge;
+            bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, direct[1], kf_ids, kf_w, named, bridge, srcs);
+            if bridge is not null and bridge <> all (direct) then
+                direct := direct || bridge;
+            end if;
         end if;
+        for named_chunk in select m.id from unnest(named_chunks) with ordinality as m(id, n)
+                            where m.id is distinct from direct[1] order by m.n loop
+            bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, named_chunk, kf_ids, kf_w, named, null, srcs);
+            if bridge is not null and bridge <> all (direct) then
+                direct := direct || bridge;
+            end if;
+        end loop;
     end if;
-    for named_chunk in select m.id from unnest(named_chunks) with ordinality as m(id, n)
-                        where m.id is distinct from direct[1] order by m.n loop
-        bridge := sag_internal._second_bridge(c_ids, c_docs, c_w, named_chunk, kf_ids, kf_w, named, null, srcs);
-        if bridge is not null and bridge <> all (direct) then
-            direct := direct || bridge;
-        end if;
-    end loop;
 
     -- The entity chain before the question's words (issue 33 item 2).  The pages about the keys the question
     -- names (a document titled with the key's name, sag_internal._pages_about; hubs left out), then from each, the page
@@ -596,6 +628,7 @@ begin
     end if;
 
     return json_build_object(
+        'profile', profile,
         'terms', to_json(tokens),
         'named_keys', coalesce(to_json(named), '[]'),
         'keys', coalesce((select json_agg(json_build_object('key_id', k.id, 'weight', k.w, 'step', k.s)
@@ -617,7 +650,7 @@ $$;
 comment on function sag.retrieve(text, @extschema:vector@.vector, bigint[], text[], bigint[], float8[], bigint[], bigint[], integer,
                                  float8, integer, float8, integer, integer, integer, integer, integer, integer,
                                  integer, integer, float8, integer, boolean, float8, boolean, boolean, boolean,
-                                 boolean) is
+                                 boolean, text) is
     'The SAG retrieval, stages 1-3 (sag-algorithm §2.2-2.4), in one call: the question''s BM25 terms '
     '(sag.query_terms, unless query_tokens is given) and named keys (sag.named_keys), seeds (sag.match_keys plus '
     'the named keys with k1 = 1, a named hub its key weight; or seed_key_ids/seed_weights when given), sag.query_chunks, sag.activate_keys, '
@@ -639,4 +672,8 @@ comment on function sag.retrieve(text, @extschema:vector@.vector, bigint[], text
     'named key''s chunk the page about its strongest unnamed key-final key: sag.spread_documents'' pinned), edges '
     '([chunk_id, key_id, count] between them, when with_edges: the PageRank graph) and timings_ms.  '
     'event_filter/chunk_filter: the `sql` restriction (NULL = none).  source_ids NULL = all sources.  The other '
-    'parameters are those of the stage functions (docs/retrieval.md).';
+    'parameters are those of the stage functions (docs/retrieval.md).  match_min_similarity NULL = the '
+    'profile''s (0.45; seed 0).  profile ''seed'': sag-algorithm''s formulas as written, every addition off '
+    '(plain cosines, no hubs, no specificity or key-type weight, no named or feedback seeds, e1 = the events'' '
+    'cosine, raw (not normalized) key weights, s = the cosine (text_weight NULL = 0), key term at full weight, '
+    'no direct matches); docs/retrieval.md lists each deviation of the default.';
