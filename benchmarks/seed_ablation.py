@@ -20,13 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sag_pg import SAG, Settings  # noqa: E402
-from sag_pg.bench.database import database_dsn  # noqa: E402
-from sag_pg.bench.dataset import load_dataset  # noqa: E402
-from sag_pg.bench.metrics import mean_recall  # noqa: E402
-from sag_pg.db import migrate  # noqa: E402
-from sag_pg.db.connection import resolve_dsn  # noqa: E402
-from sag_pg.search import RetrievalParams  # noqa: E402
+from sag_pg import SAG, Settings
+from sag_pg.bench.database import database_dsn
+from sag_pg.bench.dataset import load_dataset
+from sag_pg.bench.metrics import mean_recall
+from sag_pg.db import migrate
+from sag_pg.db.connection import resolve_dsn
+from sag_pg.search import RetrievalParams
 
 D = RetrievalParams()
 S = RetrievalParams(profile="seed")

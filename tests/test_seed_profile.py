@@ -16,20 +16,26 @@ with the other deviations).  Query q = (1, 0, 0).
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import psycopg
 import pytest
+from click.testing import CliRunner
 
+from sag_pg import SAG, Settings
 from sag_pg.bench.methods import parse_methods
+from sag_pg.cli import cli
 from sag_pg.errors import QueryError
 from sag_pg.search import RetrievalParams, retrieve
 from tests.sql.graph_builder import GraphBuilder, vec
+from tests.test_search import DOCS
 
 Q = (1.0, 0.0, 0.0)
 TOKENS = ["alpha", "acme"]
@@ -287,3 +293,22 @@ def test_unknown_profile_is_refused(db_conn: psycopg.Connection) -> None:
 
 def test_bench_knows_sag_seed() -> None:
     assert parse_methods("sag,sag-seed,dataflow,bm25") == ["sag", "sag-seed", "dataflow", "bm25"]
+
+
+def test_cli_search_profile_seed(db_dsn: str, tmp_path: Path) -> None:
+    with SAG(settings=Settings(database_url=db_dsn, home=tmp_path)) as sag:
+        for uri, text in DOCS.items():
+            sag.ingest_text(text, uri=uri)
+        seed = sag.search("Marie Curie Nobel", top_n=4, params=RetrievalParams(profile="seed"))
+        default = sag.search("Marie Curie Nobel", top_n=4)
+    env = {"SAG_DATABASE_URL": db_dsn, "SAG_HOME": str(tmp_path), "SAG_LLM": "", "SAG_EMBEDDER": ""}
+    out = CliRunner().invoke(cli, ["search", "Marie Curie Nobel", "--top-n", "4", "--profile", "seed", "--json"],
+                             env=env)
+    assert out.exit_code == 0, out.output
+    shown = json.loads(out.stdout)["chunks"]
+    # The CLI's chunks are the seed profile's (those that score: padding is left out), with its PageRank scores.
+    assert shown and [(c["chunk_id"], pytest.approx(c["score"])) for c in shown] == \
+        [(h.chunk_id, h.score) for h in seed.chunks][:len(shown)]
+    assert [h.score for h in seed.chunks] != pytest.approx([h.score for h in default.chunks])
+    refused = CliRunner().invoke(cli, ["search", "x", "--profile", "seed", "--strategy", "dataflow"], env=env)
+    assert refused.exit_code != 0 and "--profile" in refused.output
