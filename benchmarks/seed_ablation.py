@@ -46,7 +46,7 @@ CONFIGS: dict[str, RetrievalParams] = {
     "default -spread": replace(D, spread_documents=False),
     "default -direct pins": replace(D, direct_within=0),
     "default -cover order": replace(D, cover_question=False),
-    "default, every switch off, PageRank 0.85": replace(
+    "default -every switch, PageRank 0.85": replace(
         D, use_names=False, named_key_floor=0.0, feedback_chunks=0, specificity=False, adaptive_keys=False,
         soft_hubs=False, pagerank_alpha=0.85, spread_documents=False, direct_within=0, cover_question=False),
     "seed": S,
@@ -61,11 +61,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dataset", type=Path)
     ap.add_argument("database", help="the kept bench database (sag-pg bench --keep)")
-    ap.add_argument("--only", help="comma-separated configuration names (default: all)")
+    ap.add_argument("--only", help="configuration names separated by ; (default: all)")
     args = ap.parse_args()
     dataset = load_dataset(args.dataset)
     settings = Settings.from_env()
-    names = [n.strip() for n in args.only.split(",")] if args.only else list(CONFIGS)
+    names = [n.strip() for n in args.only.split(";")] if args.only else list(CONFIGS)
     dsn = database_dsn(resolve_dsn(settings), args.database)
     migrate.upgrade(dsn)  # the functions of this checkout (a kept database keeps those of its bench run)
     with SAG(settings=settings.with_(database_url=dsn)) as sag:
