@@ -2,6 +2,8 @@
 
 - ``sag``: ``SAG.search(question, source=..., top_n=top_k)``, fast mode (no LLM): the whole SAG retrieval,
   including embedding and tokenizing the question and opening its connection, as a user calls it;
+- ``sag-seed``: the same with ``params=RetrievalParams(profile="seed")``: sag-algorithm's formulas as written,
+  every addition of the default off (docs/retrieval.md, "The seed profile"), for comparison;
 - ``bm25``: ``sag.bm25_chunks`` — BM25 (Lucene variant, k1 1.2, b 0.75) in SQL over the stored tokens;
 - ``dense``: ``sag.dense_chunks`` — pgvector HNSW top-k over the chunk embeddings;
 - ``hybrid``: ``sag.hybrid_chunks`` — reciprocal-rank fusion (k = 60) of the two in SQL;
@@ -26,6 +28,7 @@ import numpy.typing as npt
 
 from ..embedders.base import embed_queries
 from ..errors import ConfigError
+from ..search.retrieve import RetrievalParams
 from ..text.tokenize import search_tokens
 
 if TYPE_CHECKING:
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["METHODS", "Method", "PreparedQuery", "open_methods", "parse_methods", "prepare_query"]
 
-METHODS = ("sag", "bm25", "dense", "hybrid", "dataflow")
+METHODS = ("sag", "sag-seed", "bm25", "dense", "hybrid", "dataflow")
 
 
 @dataclass(frozen=True)
@@ -84,8 +87,14 @@ def open_methods(sag: SAG, names: Sequence[str], *, source: str) -> Iterator[dic
         def sag_method(q: PreparedQuery, top_k: int) -> list[str]:
             return [hit.document_uri for hit in sag.search(q.question, source=source, top_n=top_k).chunks]
 
+        seed = RetrievalParams(profile="seed")
+
+        def sag_seed_method(q: PreparedQuery, top_k: int) -> list[str]:
+            return [hit.document_uri for hit in sag.search(q.question, source=source, top_n=top_k, params=seed).chunks]
+
         available: dict[str, Method] = {
             "sag": sag_method,
+            "sag-seed": sag_seed_method,
             "bm25": lambda q, k: uris(_BM25, [q.tokens, source_ids, k]),
             "dense": lambda q, k: uris(_DENSE, [q.embedding, source_ids, k]),
             "hybrid": lambda q, k: uris(_HYBRID, [q.embedding, q.tokens, source_ids, k]),

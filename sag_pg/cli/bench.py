@@ -74,7 +74,8 @@ def _progress(enabled: bool, label: str) -> Iterator[Callable[[str, int, int], N
 @click.argument("dirs", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--methods", default=DEFAULT_METHODS, show_default=True,
-              help="Comma-separated: sag (SAG fast search), bm25, dense, hybrid (SQL baselines).")
+              help="Comma-separated: sag (SAG fast search), sag-seed (the same with the seed profile: "
+                   "sag-algorithm's formulas as written), dataflow, bm25, dense, hybrid (SQL baselines).")
 @click.option("--k", "ks", default="2,5,10", show_default=True, callback=_int_list(MAX_TOP_N),
               help="Recall@k cut-offs, comma-separated; every method returns max(k) chunks.")
 @click.option("--embedder", help="Embedder for the benchmark databases (default: the global --embedder).")

@@ -37,10 +37,13 @@ from .dataflow_trail import print_trail, search_arguments
 @click.option("--depth", type=count(0), help="dataflow: hops of the propagation [default: 3].")
 @click.option("--breadth", type=count(1), help="dataflow: events kept per event and hop [default: 5].")
 @click.option("--focus", multiple=True, help="dataflow: a preferred topic or tag (repeatable).")
+@click.option("--profile", type=click.Choice(["default", "seed"]), default="default", show_default=True,
+              help="sag: default (the tuned retrieval) or seed (sag-algorithm's formulas as written, every addition "
+                   "off, PageRank 0.85: to reproduce and compare; docs/retrieval.md).")
 @pass_app
 def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all_sources: bool, top_n: int,
            keys: tuple[str, ...], sql: str | None, as_json: bool, explain: bool, strategy: str,
-           depth: int | None, breadth: int | None, focus: tuple[str, ...]) -> None:
+           depth: int | None, breadth: int | None, focus: tuple[str, ...], profile: str) -> None:
     """Search the knowledge base.
 
     Example:
@@ -48,6 +51,8 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
         sag-pg search "Who did Ada Lovelace work with?" --top-n 5 --explain
     """
     refuse_source_with_all_sources(all_sources, "sources")
+    if profile != "default" and strategy != "sag":
+        raise click.UsageError("--profile is for --strategy sag")
     source: list[str] | None = None if all_sources else (list(sources) or ["default"])
     if strategy == "local":  # GraphRAG (sag_pg.graphrag.local); --top-n: its top_k_mapped_entities
         from ..graphrag import LocalParams
@@ -59,8 +64,13 @@ def search(app: AppContext, query: str, mode: str, sources: tuple[str, ...], all
         else:
             click.echo(context["context_text"] or "no context")
         return
+    extra = search_arguments(strategy, depth, breadth, focus)
+    if profile != "default":
+        from ..search.retrieve import RetrievalParams
+
+        extra["params"] = RetrievalParams(profile=profile)
     result = app.sag().search(query, keys=list(keys) or None, sql=sql, mode=mode, source=source, top_n=top_n,
-                              **search_arguments(strategy, depth, breadth, focus))
+                              **extra)
     if as_json:
         echo_json(result_json(result))
         return

@@ -26,7 +26,9 @@ from ..errors import QueryError
 from .pagerank import rank as pagerank_rank
 from .result import ChunkHit, KeyHit, SearchResult
 
-__all__ = ["RetrievalParams", "retrieve"]
+__all__ = ["PROFILES", "RetrievalParams", "retrieve"]
+
+PROFILES = ("default", "seed")  # seed: sag-algorithm's formulas as written (docs/retrieval.md)
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,18 @@ class RetrievalParams:
     places move up to place ``direct_within`` (0: no move).  ``cover_question`` (the order within the top
     ``top_n``): from place 2, each place goes to the chunk that adds most of the question's words the places
     above do not hold (``sag.cover_question``); the same chunks either way.
-    docs/retrieval.md gives the reasons for each default.
+    ``profile``: ``"default"`` (all of the above) or ``"seed"``: sag-algorithm's formulas as written, every
+    addition off (``sag.retrieve(profile => 'seed')``: plain cosines, no hubs, no key specificity or type weights,
+    no named or feedback seeds, e1 = the events' cosine, raw key weights, s = the cosine, the key term at full
+    weight, no direct matches), PageRank at damping 0.85 with the keys' own weights as their restart weights,
+    and its order as the final one (``spread_documents``, ``direct_within`` and ``cover_question`` do not
+    apply).  ``None`` for ``match_min_similarity`` and ``pagerank_alpha`` means the profile's value (0.45 and
+    0.3; the seed's 0 and 0.85).
+    docs/retrieval.md gives the reasons for each default and every deviation from the seed with its measurement.
     """
 
     match_top_k: int = 30
-    match_min_similarity: float = 0.45
+    match_min_similarity: float | None = None
     event_limit: int = 50
     threshold: float = 0.1
     key_top_n: int = 20
@@ -75,10 +84,26 @@ class RetrievalParams:
     specificity: bool = True
     adaptive_keys: bool = True
     soft_hubs: bool = True
-    pagerank_alpha: float = 0.3
+    pagerank_alpha: float | None = None
     spread_documents: bool = True
     direct_within: int = 3
     cover_question: bool = True
+    profile: str = "default"
+
+    @property
+    def seed(self) -> bool:
+        """True for the seed profile (sag-algorithm's formulas as written)."""
+        return self.profile == "seed"
+
+    def alpha(self) -> float:
+        """PageRank's damping: as given, else the profile's (0.3; the seed's usual 0.85)."""
+        return self.pagerank_alpha if self.pagerank_alpha is not None else (0.85 if self.seed else 0.3)
+
+    def final_order(self) -> tuple[bool, int, bool]:
+        """(spread_documents, direct_within, cover_question); the seed profile has none of them."""
+        if self.seed:
+            return False, 0, False
+        return self.spread_documents, self.direct_within, self.cover_question
 
     def sql_arguments(self) -> dict[str, object]:
         """The named arguments of sag.retrieve (everything but PageRank's damping and the final order)."""
@@ -99,7 +124,9 @@ def _check(params: RetrievalParams) -> None:
     for name, value in _values(params).items():
         if isinstance(value, int) and not isinstance(value, bool) and not -_INT_LIMIT <= value <= _INT_LIMIT:
             raise QueryError(f"{name} must be at most {_INT_LIMIT}, got {value}")
-    if not 0 <= params.pagerank_alpha < 1:
+    if params.profile not in PROFILES:
+        raise QueryError(f"profile must be one of {', '.join(PROFILES)}, got {params.profile!r}")
+    if not 0 <= params.alpha() < 1:
         raise QueryError(f"pagerank_alpha must be in [0, 1), got {params.pagerank_alpha}")
     if params.direct_within < 0:
         raise QueryError(f"direct_within must be >= 0, got {params.direct_within}")
@@ -165,22 +192,23 @@ def retrieve(
             weight_init = {c["chunk_id"]: c["weight_init"] for c in found.chunks}
             if use_pagerank and found.chunks:
                 t0 = time.perf_counter()
-                key_pers = {k["key_id"]: k["weight"] / k["step"] for k in found.keys}
-                # The graph's share of a score is key evidence too: it counts as much as in stage 3.
-                scores = pagerank_rank(weight_init, key_pers, found.edges,
-                                       alpha=params.pagerank_alpha * found.key_weight)
+                # The seed: every key and chunk restarts from its own initial weight (sag-algorithm §2.4 step 5).
+                key_pers = {k["key_id"]: k["weight"] if params.seed else k["weight"] / k["step"] for k in found.keys}
+                # The graph's share of a score is key evidence too: it counts as much as in stage 3 (1 in the seed).
+                scores = pagerank_rank(weight_init, key_pers, found.edges, alpha=params.alpha() * found.key_weight)
                 timings["pagerank"] = (time.perf_counter() - t0) * 1000.0
             else:
                 scores = weight_init
             # Best score first; ties by sag.retrieve's order (weight_init, then chunk id).
             order = sorted(range(len(found.chunks)), key=lambda i: (-scores[found.chunks[i]["chunk_id"]], i))
             t0 = time.perf_counter()
+            spread, within, cover = params.final_order()
             details, key_info = db.fetch_hits(
                 conn, [(found.chunks[i]["chunk_id"], scores[found.chunks[i]["chunk_id"]]) for i in order],
-                found.keys, top_n=top_n, spread_documents=params.spread_documents,
-                pinned=found.direct_matches, pinned_within=params.direct_within,
+                found.keys, top_n=top_n, spread_documents=spread,
+                pinned=found.direct_matches, pinned_within=within,
                 document_ids={c["chunk_id"]: c["document_id"] for c in found.chunks},
-                query_terms=found.terms if params.cover_question else None, source_ids=source_ids)
+                query_terms=found.terms if cover else None, source_ids=source_ids)
             timings["fetch"] = (time.perf_counter() - t0) * 1000.0
             by_id = {c["chunk_id"]: c for c in found.chunks}
             top = [by_id[d["chunk_id"]] for d in details]

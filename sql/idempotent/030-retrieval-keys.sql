@@ -62,6 +62,9 @@ drop function if exists sag.activate_keys(@extschema:vector@.vector, bigint[], f
                                           float8);
 drop function if exists sag.activate_keys(@extschema:vector@.vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                           bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[]);
+drop function if exists sag.activate_keys(@extschema:vector@.vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
+                                          bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[],
+                                          float8, boolean);  -- gained profile
 
 -- Nearest neighbours by the HNSW indexes: the `lim` rows nearest to `query_embedding` (cosine distance), in
 -- the index's order (relaxed: nearly sorted), NaN distances (zero vectors) left out.  Callers sort.
@@ -291,11 +294,14 @@ $$;
 -- Hub keys (event_count > max_key_events) and keys outside source_ids are left out before anything else;
 -- with soft_hubs a hub is kept, its W times (max_key_events / event_count)^2 (1 at the limit): a bridge
 -- entity of a small corpus, with a few more events than the limit, can still be activated.
+-- seed (profile 'seed', sag-algorithm §2.2 step 7-8 as written): W(k) = the plain sum of the event weights (no
+-- key weight, no soft hubs), pruned the same way, not normalized.
 drop function if exists sag_internal._activate(bigint[], float8[], bigint[], float8, integer, integer);
+drop function if exists sag_internal._activate(bigint[], float8[], bigint[], float8, integer, integer, bigint, boolean);
 create or replace function sag_internal._activate(
     event_ids bigint[], event_weights float8[], source_ids bigint[],
     threshold float8, top_n integer, max_key_events integer, corpus_events bigint default null,
-    soft_hubs boolean default false)
+    soft_hubs boolean default false, seed boolean default false)
 returns table (key_id bigint, weight float8)
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -319,14 +325,15 @@ begin
     eligible as (
         select x.key_id, x.w, max(x.w) over () as top
           from (select a.key_id,
-                       a.w * sag_internal._key_weight(k.type, k.event_count, corpus_events,
-                                                      kt.by_source -> k.source_id::text)
-                           * case when k.event_count <= max_key_events then 1
-                                  else (max_key_events::float8 / k.event_count) ^ 2 end as w
+                       case when seed then a.w
+                            else a.w * sag_internal._key_weight(k.type, k.event_count, corpus_events,
+                                                                kt.by_source -> k.source_id::text)
+                                 * case when k.event_count <= max_key_events then 1
+                                        else (max_key_events::float8 / k.event_count) ^ 2 end end as w
                   from activated a
                   join sag.keys k on k.source_id = a.source_id and k.id = a.key_id
                   cross join key_types kt
-                 where (k.event_count <= max_key_events or soft_hubs)
+                 where (k.event_count <= max_key_events or (soft_hubs and not seed))
                    and (source_ids is null or k.source_id = any (source_ids))) x
          where x.w > 0
     ),
@@ -337,7 +344,7 @@ begin
          order by g.w desc, g.key_id
          limit top_n
     )
-    select k.key_id, k.w / sum(k.w) over () as weight
+    select k.key_id, case when seed then k.w else k.w / sum(k.w) over () end as weight
       from kept k
      order by k.w desc, k.key_id;
 end
@@ -361,7 +368,8 @@ create or replace function sag.activate_keys(
     corpus_events bigint default null,
     hub_seed_ids bigint[] default null,
     similarity_floor float8 default 0,
-    soft_hubs boolean default false)
+    soft_hubs boolean default false,
+    profile text default 'default')
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -444,6 +452,24 @@ begin
         raise exception using errcode = '22023',
                               message = format('sag.activate_keys: feedback_chunks must be >= 0, got %s',
                                                feedback_chunks);
+    end if;
+    if (profile in ('default', 'seed')) is not true then
+        raise exception using errcode = '22023',
+                              message = format('sag.activate_keys: profile must be ''default'' or ''seed'', got %s',
+                                               coalesce(profile, 'NULL'));
+    end if;
+    if profile = 'seed' then
+        -- sag-algorithm §2.2 as written: e1 = the cosine of the query's nearest events (no BM25 events), the
+        -- given seeds only (no feedback keys, no hub seeds), W(k) the plain sum (no specificity, no key-type
+        -- weight, no soft hubs), not normalized; no fallback for an empty intersection.
+        etw := 0;
+        chunk_ids := null;
+        chunk_similarities := null;
+        chunk_text_scores := null;
+        feedback_chunks := 0;
+        hub_seed_ids := null;
+        corpus_events := null;
+        soft_hubs := false;
     end if;
 
     -- Stage 1 in steps, each a statement that reads the per-source tables by source or reads none: on Citus
@@ -541,7 +567,7 @@ begin
               left join unnest(cos_ids, cos_sim) as c(event_id, sim) on c.event_id = se.event_id
               left join unnest(qc_ids, qc_ts) as q(chunk_id, ts) on q.chunk_id = se.chunk_id) r
      where r.w > 0;
-    if cardinality(ev_ids) = 0 then
+    if cardinality(ev_ids) = 0 and profile <> 'seed' then
         -- Empty intersection: the seed keys' events (the event_limit with the largest W_event-key),
         -- with e1 computed exactly for them.
         select coalesce(array_agg(r.event_id), '{}'), coalesce(array_agg(r.w), '{}') into ev_ids, ev_w
@@ -556,7 +582,7 @@ begin
                   left join unnest(qc_ids, qc_ts) as q(chunk_id, ts) on q.chunk_id = s.chunk_id) r
          where r.w > 0;
     end if;
-    if cardinality(ev_ids) = 0 then
+    if cardinality(ev_ids) = 0 and profile <> 'seed' then
         -- No seed-key event relates to the query at all: event-driven retrieval (§2.1 option 2),
         -- the e1 events with W_event-key = 1.
         select coalesce(array_agg(r.event_id), '{}'), coalesce(array_agg(r.w), '{}') into ev_ids, ev_w
@@ -572,13 +598,14 @@ begin
 
     return query
     select a.key_id, a.weight, 1
-      from sag_internal._activate(ev_ids, ev_w, srcs, threshold, top_n, max_key_events, corpus_events, soft_hubs) a
+      from sag_internal._activate(ev_ids, ev_w, srcs, threshold, top_n, max_key_events, corpus_events, soft_hubs,
+                                  seed => profile = 'seed') a
      order by a.weight desc, a.key_id;
 end;
 $$;
 comment on function sag.activate_keys(@extschema:vector@.vector, bigint[], float8[], bigint[], integer, float8, integer, integer,
                                       bigint[], float8[], float8[], float8, integer, bigint[], bigint, bigint[],
-                                      float8, boolean) is
+                                      float8, boolean, text) is
     'Stage 1 (sag-algorithm §2.2 steps 2-8).  Seeds k1: the given keys (e.g. from sag.match_keys) plus, when the '
     'query''s chunks are given (chunk_ids/chunk_similarities/chunk_text_scores, from sag.query_chunks), every key '
     'of the feedback_chunks chunks with the highest s, with k1 = s (pseudo-relevance feedback).  Seeds -> their '
@@ -592,4 +619,7 @@ comment on function sag.activate_keys(@extschema:vector@.vector, bigint[], float
     'event_filter (NULL = none): only those events activate keys.  source_ids NULL = all sources.  Every '
     'cosine is taken above similarity_floor (the embedder''s chance level, sag.similarity_floors): '
     'greatest(0, (cosine - floor) / (1 - floor)); 0 = the plain cosine.  soft_hubs: a hub can be activated '
-    '(never expanded), its W times (max_key_events / event_count)^2.';
+    '(never expanded), its W times (max_key_events / event_count)^2.  profile ''seed'': sag-algorithm §2.2 as '
+    'written (e1 = the cosine of the event_limit nearest events; the given seeds only; W(k) = sum of W_e2, no '
+    'key weight, not normalized; no fallback): the query''s chunks, feedback_chunks, hub_seed_ids, '
+    'corpus_events and soft_hubs are ignored.';

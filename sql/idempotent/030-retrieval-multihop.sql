@@ -13,6 +13,8 @@ drop function if exists sag.expand_keys(@extschema:vector@.vector, bigint[], flo
                                         integer, integer, bigint[], bigint[], float8, bigint, float8);
 drop function if exists sag.expand_keys(@extschema:vector@.vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
                                         integer, integer, bigint[], bigint[], float8, bigint);
+drop function if exists sag.expand_keys(@extschema:vector@.vector, bigint[], float8[], integer[], bigint[], integer, float8, integer,
+                                        integer, integer, bigint[], bigint[], float8, bigint, float8, boolean);  -- gained profile
 
 create or replace function sag.expand_keys(
     query_embedding @extschema:vector@.vector,
@@ -30,7 +32,8 @@ create or replace function sag.expand_keys(
     floor_share float8 default 0,
     corpus_events bigint default null,
     similarity_floor float8 default 0,
-    soft_hubs boolean default false)
+    soft_hubs boolean default false,
+    profile text default 'default')
 returns table (key_id bigint, weight float8, step integer)
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -97,6 +100,18 @@ begin
         raise exception using errcode = '22023',
                               message = format('sag.expand_keys: floor_share must be in [0, 1], got %s', floor_share);
     end if;
+    if (profile in ('default', 'seed')) is not true then
+        raise exception using errcode = '22023',
+                              message = format('sag.expand_keys: profile must be ''default'' or ''seed'', got %s',
+                                               coalesce(profile, 'NULL'));
+    end if;
+    if profile = 'seed' then
+        -- sag-algorithm §2.3 as written: W(k) the plain sum of W_e-jump (no key weight, no soft hubs), not
+        -- normalized; no floor for named keys.
+        floor_share := 0;
+        corpus_events := null;
+        soft_hubs := false;
+    end if;
 
     -- The input keys (in the sources), duplicates merged.
     select array_agg(x.key_id order by x.key_id), array_agg(x.w order by x.key_id), array_agg(x.step order by x.key_id)
@@ -134,7 +149,8 @@ begin
         -- Reverse activation over all keys of those events, pruned and L1-normalized: F'.
         select array_agg(a.key_id order by a.weight desc, a.key_id), array_agg(a.weight order by a.weight desc, a.key_id)
           into f_ids, f_w
-          from sag_internal._activate(ev_ids, ev_w, srcs, threshold, top_n, max_key_events, corpus_events, soft_hubs) a;
+          from sag_internal._activate(ev_ids, ev_w, srcs, threshold, top_n, max_key_events, corpus_events, soft_hubs,
+                                      seed => profile = 'seed') a;
         exit when f_ids is null;
 
         select count(*) into new_keys from unnest(f_ids) k where k <> all (acc_ids);
@@ -180,7 +196,7 @@ begin
 end;
 $$;
 comment on function sag.expand_keys(@extschema:vector@.vector, bigint[], float8[], integer[], bigint[], integer, float8, integer, integer,
-                                    integer, bigint[], bigint[], float8, bigint, float8, boolean) is
+                                    integer, bigint[], bigint[], float8, bigint, float8, boolean, text) is
     'Stage 2, the multi-hop loop (sag-algorithm §2.3).  From the previous hop''s key set F (first: the input '
     'keys): events of F (SQL join; hubs with more than max_key_events events not expanded; only event_filter '
     'events when given); their exact cosine with the original query; W_event-key-2(e) = sum of W(k) over k in F '
@@ -191,4 +207,5 @@ comment on function sag.expand_keys(@extschema:vector@.vector, bigint[], float8[
     'largest weight, ordered by weight; a key of floor_key_ids weighs at least floor_share * the largest weight '
     '(the keys named in the question, sag.named_keys), and one that activation pruned away (not a hub) is added '
     'at that weight with step 1.  The cosine is taken above similarity_floor as in '
-    'sag.activate_keys; soft_hubs as there.';
+    'sag.activate_keys; soft_hubs as there.  profile ''seed'': sag-algorithm §2.3 as written (W(k) = sum of '
+    'W_e-jump, no key weight, not normalized, no floor: floor_share, corpus_events and soft_hubs are ignored).';

@@ -10,6 +10,7 @@
 --                              documents.
 
 drop function if exists sag.search(text, integer, text);
+drop function if exists sag.search(text, integer, text, @extschema:vector@.vector);  -- gained profile
 drop function if exists sag.spread_documents(bigint[], float8[]);
 drop function if exists sag.spread_documents(bigint[], float8[], bigint[], integer);  -- gained document_ids
 
@@ -269,7 +270,8 @@ create or replace function sag.search(
     query text,
     top_n integer default 10,
     source text default 'default',
-    query_embedding @extschema:vector@.vector default null)
+    query_embedding @extschema:vector@.vector default null,
+    profile text default 'default')
 returns table (document text, chunk_id bigint, title text, content text, score float8)
 language plpgsql stable
 set search_path = pg_catalog, sag, pg_temp
@@ -308,31 +310,40 @@ begin
             query_embedding := sag_internal._psql_query_embedding(query, null, 'sag.search', hint);
         end if;
     end if;
-    result := sag.retrieve(query, query_embedding, sids);
+    result := sag.retrieve(query, query_embedding, sids, profile => profile);
     srcs := coalesce(sids, array(select s.id from sag.sources s order by s.id));
-    pins := array(select d.v::bigint from json_array_elements_text(result -> 'direct_matches')
-                                      with ordinality as d(v, n) order by d.n);
-    -- The top list, then its chunks: each step a statement of its own (on Citus a function reading tables is
-    -- never called inside a statement over distributed tables).
-    select coalesce(array_agg(x.chunk_id order by x.n), '{}'), coalesce(array_agg(x.score order by x.n), '{}')
-      into top_ids, top_scores
-      from (select x.chunk_id, x.score, x.n
-              from sag.spread_documents(
-                       array(select (e.r ->> 'chunk_id')::bigint
-                               from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
-                       array(select (e.r ->> 'weight_init')::float8
-                               from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
-                       pins,
-                       document_ids => array(select (e.r ->> 'document_id')::bigint
-                                               from json_array_elements(result -> 'chunks') with ordinality as e(r, n)
-                                              order by e.n))
-                   with ordinality as x(chunk_id, score, n)
-             order by x.n
-             limit top_n) x;
-    select coalesce(array_agg(x.chunk_id order by x.n), '{}'), coalesce(array_agg(x.score order by x.n), '{}')
-      into top_ids, top_scores
-      from sag.cover_question(top_ids, top_scores, array(select json_array_elements_text(result -> 'terms')), sids,
-                              pins) with ordinality as x(chunk_id, score, n);
+    if profile = 'seed' then
+        -- The seed's order (sag-algorithm §2.4; psql has no PageRank): weight_init, the top_n, nothing moved.
+        select coalesce(array_agg((x.r ->> 'chunk_id')::bigint order by x.n), '{}'),
+               coalesce(array_agg((x.r ->> 'weight_init')::float8 order by x.n), '{}')
+          into top_ids, top_scores
+          from json_array_elements(result -> 'chunks') with ordinality as x(r, n)
+         where x.n <= top_n;
+    else
+        pins := array(select d.v::bigint from json_array_elements_text(result -> 'direct_matches')
+                                          with ordinality as d(v, n) order by d.n);
+        -- The top list, then its chunks: each step a statement of its own (on Citus a function reading tables is
+        -- never called inside a statement over distributed tables).
+        select coalesce(array_agg(x.chunk_id order by x.n), '{}'), coalesce(array_agg(x.score order by x.n), '{}')
+          into top_ids, top_scores
+          from (select x.chunk_id, x.score, x.n
+                  from sag.spread_documents(
+                           array(select (e.r ->> 'chunk_id')::bigint
+                                   from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
+                           array(select (e.r ->> 'weight_init')::float8
+                                   from json_array_elements(result -> 'chunks') with ordinality as e(r, n) order by e.n),
+                           pins,
+                           document_ids => array(select (e.r ->> 'document_id')::bigint
+                                                   from json_array_elements(result -> 'chunks') with ordinality as e(r, n)
+                                                  order by e.n))
+                       with ordinality as x(chunk_id, score, n)
+                 order by x.n
+                 limit top_n) x;
+        select coalesce(array_agg(x.chunk_id order by x.n), '{}'), coalesce(array_agg(x.score order by x.n), '{}')
+          into top_ids, top_scores
+          from sag.cover_question(top_ids, top_scores, array(select json_array_elements_text(result -> 'terms')), sids,
+                                  pins) with ordinality as x(chunk_id, score, n);
+    end if;
     return query
     select d.uri, c.id, coalesce(nullif(c.title, ''), d.title), c.content, x.score
       from unnest(top_ids, top_scores) with ordinality as x(chunk_id, score, n)
@@ -342,7 +353,7 @@ begin
 
 end;
 $$;
-comment on function sag.search(text, integer, text, @extschema:vector@.vector) is
+comment on function sag.search(text, integer, text, @extschema:vector@.vector, text) is
     'SAG search from psql: sag.retrieve, then the top_n chunks by weight_init spread over documents '
     '(sag.spread_documents: the n-th chunk of a document counts 1/n; score = that; the question''s direct matches '
     'kept among the first three places), in the order of sag.cover_question (what each chunk adds to the places '
@@ -352,4 +363,6 @@ comment on function sag.search(text, integer, text, @extschema:vector@.vector) i
     'name: P0002.  The question is searched as sag.expand_question gives it (the sources'' synonyms added).  '
     'query_embedding: the vector of that question from the database''s embedder; NULL embeds it with '
     'sag.embed_hash, which only a database bound to the hash embedder accepts (22023 otherwise).  '
+    'profile ''seed'': sag-algorithm''s formulas as written (sag.retrieve), the top_n by weight_init, no '
+    'spreading or reordering.  '
     'Example: select * from sag.search(''who founded Apple'', 5);';
