@@ -35,13 +35,13 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from pgvector.psycopg import register_vector
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sag_pg import SAG, Settings
 from sag_pg.db import migrate
+from sag_pg.db.connection import register_pgvector
 from sag_pg.search import RetrievalParams, retrieve
 from sag_pg.text.tokenize import search_tokens
 from tests.pg import server_params
@@ -146,7 +146,7 @@ def open_bench(set_name: str, *, home: Path, reingest: bool = False, tag: str = 
         with sag.db.connect(autocommit=True) as conn:
             conn.execute("analyze")
     conn = sag.db.connect(autocommit=True)
-    register_vector(conn)
+    register_pgvector(conn)  # by qualified name: sag's sessions leave the extension's schema off the path
     source_id = int(conn.execute("select id from sag.sources where name = %s", [SOURCE]).fetchone()[0])
     uri_of = {int(c): str(u) for c, u in conn.execute(
         "select c.id, d.uri from sag.chunks c join sag.documents d on d.id = c.document_id "
