@@ -88,6 +88,13 @@ select n.nspname::text, t.relname::text, c.conname::text, pg_get_constraintdef(c
    and ((t.relnamespace = 'sag'::regnamespace and t.relname in {_LOADED})
         or (f.relnamespace = 'sag'::regnamespace and f.relname in {_LOADED}))
  order by c.contype = 'f' desc, 1, 2, 3"""
+_HNSW_INDEXES = """
+select x.relname::text
+  from pg_index i
+  join pg_class x on x.oid = i.indexrelid
+  join pg_am am on am.oid = x.relam
+ where x.relnamespace = 'sag'::regnamespace and am.amname = 'hnsw'
+ order by 1"""
 _PROBE = "select id from sag.events order by embedding <=> %b limit 10"
 _SOURCE_PROBE = "select id from sag.events where source_id = %b order by embedding <=> %b limit 10"
 _QUERY_KEYS = """
@@ -177,6 +184,17 @@ def _index_memory_mb() -> int:
     return int(0.4 * tuning.ram_bytes() / 2**20)
 
 
+def _ddl_connection(dsn: str) -> psycopg.Connection:
+    """A connection for the load's schema changes.  On Citus it works over one connection per worker
+    (``citus.multi_shard_modify_mode = sequential``): the tables have foreign keys to a reference table, and
+    Citus refuses to change them after a parallel operation in the same transaction."""
+    conn = psycopg.connect(dsn)
+    if citus_nodes(conn) is not None:
+        conn.execute("set citus.multi_shard_modify_mode to 'sequential'")
+    conn.commit()
+    return conn
+
+
 def _load_rows(dsn: str, spool: Spool, result: ScaleResult, progress: Progress, workers: int) -> None:
     """The keys' files, then the batches' (documents, chunks, events, links), one transaction a part on
     ``workers`` connections side by side."""
@@ -230,9 +248,15 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
         result.chunks = sum(part.chunks for part in spool.batches)
         result.event_keys = sum(part.links for part in spool.batches)
 
-        with psycopg.connect(dsn) as conn:
+        with _ddl_connection(dsn) as conn:
             conn.execute("select sag.bind_embedder(%s, %s)", [f"hash-v1:{config.dim}", config.dim])
-            conn.execute("select sag.drop_vector_indexes()")
+            if citus_nodes(conn) is None:
+                conn.execute("select sag.drop_vector_indexes()")
+            else:
+                # On Citus 14 the SQL function fails once an index exists ("cannot insert multiple commands
+                # into a prepared statement" from a worker); a DROP INDEX a statement does the same.
+                for (index,) in conn.execute(_HNSW_INDEXES).fetchall():
+                    conn.execute(sql.SQL("drop index {}").format(sql.Identifier("sag", index)))
             secondary = conn.execute(_SECONDARY_INDEXES).fetchall()
             for name, _ in secondary:
                 conn.execute(sql.SQL("drop index {}").format(sql.Identifier("sag", name)))
@@ -250,7 +274,7 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
 
         started = time.perf_counter()
         _load_rows(dsn, spool, result, progress, workers)
-    with psycopg.connect(dsn) as conn:
+    with _ddl_connection(dsn) as conn:
         for table in ("sources", "documents", "chunks", "events", "keys"):  # later inserts continue after ours
             conn.execute(sql.SQL("select setval(pg_get_serial_sequence({}, 'id'), (select max(id) from {}))")
                          .format(sql.Literal(f"sag.{table}"), sql.Identifier("sag", table)))
