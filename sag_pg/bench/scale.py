@@ -106,13 +106,12 @@ select ek.event_id, k.name, k.embedding
 _NODE_BYTES = """
 select nodename || ':' || nodeport, sum(shard_size)::bigint
   from pg_catalog.citus_shards group by 1 order by 1"""
-_NODE_EVENTS = """
-select s.nodename || ':' || s.nodeport, sum(e.n)::bigint
-  from (select source_id, count(*) as n from sag.events where source_id = any(%s) group by source_id) e
-  join pg_catalog.citus_shards s
-    on s.table_name = 'sag.events'::regclass
-   and s.shardid = pg_catalog.get_shard_id_for_distribution_column('sag.events', e.source_id)
- group by 1 order by 1"""
+_SOURCE_EVENTS = "select source_id, count(*) from sag.events group by source_id order by source_id"
+_SOURCE_NODE = """
+select nodename || ':' || nodeport
+  from pg_catalog.citus_shards
+ where table_name = 'sag.events'::regclass
+   and shardid = pg_catalog.get_shard_id_for_distribution_column('sag.events', %s::bigint)"""
 
 
 @dataclass
@@ -321,8 +320,10 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
         if nodes is not None:
             result.citus_workers = len(nodes.workers)
             result.node_bytes = {str(n): int(b) for n, b in conn.execute(_NODE_BYTES).fetchall()}
-            ids = [source for source, _ in source_names(config)]
-            result.node_events = {str(n): int(e) for n, e in conn.execute(_NODE_EVENTS, [ids]).fetchall()}
+            for source, events in conn.execute(_SOURCE_EVENTS).fetchall():
+                row = conn.execute(_SOURCE_NODE, [source]).fetchone()
+                assert row is not None
+                result.node_events[str(row[0])] = result.node_events.get(str(row[0]), 0) + int(events)
     return result
 
 
@@ -391,7 +392,9 @@ def prewarm(conn: psycopg.Connection, nodes: CitusNodes | None = None) -> int | 
                 read.append(prewarm(node))
         return None if any(r is None for r in read) else sum(r for r in read if r is not None)
     try:
-        conn.execute("create extension if not exists pg_prewarm")
+        # (a Citus worker refuses CREATE EXTENSION, even a no-op: the coordinator's propagated it there)
+        if conn.execute("select 1 from pg_extension where extname = 'pg_prewarm'").fetchone() is None:
+            conn.execute("create extension pg_prewarm")
     except psycopg.Error:
         if not conn.autocommit:
             conn.rollback()
