@@ -389,6 +389,7 @@ def prewarm(conn: psycopg.Connection, nodes: CitusNodes | None = None) -> int | 
         for worker in nodes.workers:
             worker_dsn = nodes.dsn(dsn, worker, conn.info.dbname)
             with psycopg.connect(worker_dsn, autocommit=True, password=conn.info.password) as node:
+                node.execute("set citus.override_table_visibility to off")  # else pg_class hides the shards
                 read.append(prewarm(node))
         return None if any(r is None for r in read) else sum(r for r in read if r is not None)
     try:
