@@ -28,7 +28,7 @@ def _databases(dsn: str, nodes: object, name: str) -> list[bool]:
 
 
 def test_multi_source_bench_database_on_every_node(citus_url: str, tmp_path: Path) -> None:
-    config = SynthConfig(events=900, dim=8, batch_chunks=40, sources=3)
+    config = SynthConfig(events=300, dim=8, batch_chunks=40, sources=3)
     name = "citus_scale_lane"
     dbname = bench_database_name(name)
     with psycopg.connect(citus_url, autocommit=True) as conn:
@@ -42,11 +42,11 @@ def test_multi_source_bench_database_on_every_node(citus_url: str, tmp_path: Pat
         # Every worker's shards are counted; the events per node add up to the corpus.
         workers = {f"{h}:{p}" for h, p in nodes.workers}
         assert workers <= set(result.node_bytes) and all(result.node_bytes[w] > 0 for w in workers)
-        assert sum(result.node_events.values()) == 900 and set(result.node_events) <= workers
+        assert sum(result.node_events.values()) == 300 and set(result.node_events) <= workers
         with psycopg.connect(dsn, autocommit=True) as conn:
             register_vector(conn)
             assert conn.execute("select source_id, count(*) from sag.events group by 1 order by 1").fetchall() == [
-                (1, 300), (2, 300), (3, 300)]
+                (1, 100), (2, 100), (3, 100)]
             assert conn.execute("select count(*) from sag.event_keys x join sag.keys k"
                                 " on k.source_id = x.source_id and k.id = x.key_id").fetchone() == (result.event_keys,)
             # Each source's events are in one shard, on a worker: a one-source count is one task (router plan).
