@@ -92,6 +92,11 @@ def format_scale(results: Sequence[ScaleResult]) -> str:
                      f"({_mb(r.spool_bytes)} of COPY files, before the timed load); "
                      f"fast-search stage p50 ms: {stages}"
                      + (f"; kept database {r.database}" if r.database else ""))
+        if r.sources > 1 or r.node_bytes:
+            nodes = ", ".join(f"{n} {_mb(b)} for {r.node_events.get(n, 0):,} events" for n, b in r.node_bytes.items())
+            lines.append(f"  {r.sources} sources (one-source searches, round-robin)"
+                         + (f"; Citus, {r.citus_workers} workers: coordinator {_mb(r.db_size_bytes)}, {nodes}"
+                            if r.node_bytes else ""))
         lines += [f"  index build notice: {n}" for n in dict.fromkeys(r.notices)]
     lines.append(_targets(results))
     return "\n".join(lines)

@@ -15,6 +15,13 @@ process's peak RSS.
 A question is built from a random event: the embeddings of up to two of its string keys plus noise
 (cosine ~0.6 to each, so ``match_keys`` finds seeds as with a real question), and their names plus three
 filler words (stop words included) as tokens.
+
+With ``sources`` > 1 the corpus is split over that many sources (:mod:`.synth`), loaded the same way; every
+question is a one-source search: question i asks source ``i mod N`` about one of its events, and the probe
+after it asks the same source (``where source_id = s``).  On a Citus coordinator (``SAG_DATABASE_URL``) the
+database is made on every node and distributed by ``sag-pg db upgrade`` (:mod:`.database`) before the load;
+the size is then reported per node (the coordinator's database, each worker's shards: ``citus_shards``),
+with the events each holds.
 """
 
 from __future__ import annotations
@@ -40,9 +47,9 @@ from ..db import migrate, tuning
 from ..db.connection import resolve_dsn
 from ..dataflow.search import dataflow_search
 from ..search.retrieve import retrieve
-from .database import bench_database_name, temporary_database
+from .database import CitusNodes, bench_database_name, citus_nodes, temporary_database
 from .metrics import percentile
-from .spool import SOURCE_ID, Spool, SpoolPart, copy_part, write_spool
+from .spool import Spool, SpoolPart, copy_part, source_names, write_spool
 from .synth import SynthConfig
 
 __all__ = ["TARGETS", "ScaleResult", "load", "measure", "run_scale"]
@@ -81,12 +88,30 @@ select n.nspname::text, t.relname::text, c.conname::text, pg_get_constraintdef(c
    and ((t.relnamespace = 'sag'::regnamespace and t.relname in {_LOADED})
         or (f.relnamespace = 'sag'::regnamespace and f.relname in {_LOADED}))
  order by c.contype = 'f' desc, 1, 2, 3"""
+_HNSW_INDEXES = """
+select x.relname::text
+  from pg_index i
+  join pg_class x on x.oid = i.indexrelid
+  join pg_am am on am.oid = x.relam
+ where x.relnamespace = 'sag'::regnamespace and am.amname = 'hnsw'
+ order by 1"""
 _PROBE = "select id from sag.events order by embedding <=> %b limit 10"
+_SOURCE_PROBE = "select id from sag.events where source_id = %b order by embedding <=> %b limit 10"
 _QUERY_KEYS = """
 select ek.event_id, k.name, k.embedding
-  from sag.event_keys ek join sag.keys k on k.id = ek.key_id
- where ek.event_id = any(%s) and k.embedding is not null
+  from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
+ where ek.source_id = any(%s) and ek.event_id = any(%s) and k.embedding is not null
  order by ek.event_id, k.id"""
+# Citus: bytes of every node's shards, and the events of each node (a source's shard is on one node).
+_NODE_BYTES = """
+select nodename || ':' || nodeport, sum(shard_size)::bigint
+  from pg_catalog.citus_shards group by 1 order by 1"""
+_SOURCE_EVENTS = "select source_id, count(*) from sag.events group by source_id order by source_id"
+_SOURCE_NODE = """
+select nodename || ':' || nodeport
+  from pg_catalog.citus_shards
+ where table_name = 'sag.events'::regclass
+   and shardid = pg_catalog.get_shard_id_for_distribution_column('sag.events', %s::bigint)"""
 
 
 @dataclass
@@ -94,6 +119,8 @@ class ScaleResult:
     events: int
     dim: int
     strategy: str = "sag"          # the search timed: sag (sag.retrieve) or dataflow (sag.dataflow_search)
+    sources: int = 1               # every search asks one of them, round-robin
+    citus_workers: int = 0         # 0: one node
     chunks: int = 0
     keys: int = 0
     event_keys: int = 0
@@ -105,7 +132,9 @@ class ScaleResult:
     graph_seconds: float = 0.0   # the co-occurrence relations (knowledge graph), built once after the load
     hnsw_seconds: float = 0.0
     analyze_seconds: float = 0.0
-    db_size_bytes: int = 0
+    db_size_bytes: int = 0         # the database on the server (on Citus: the coordinator's, without the shards)
+    node_bytes: dict[str, int] = field(default_factory=dict)   # Citus: host:port -> bytes of its shards
+    node_events: dict[str, int] = field(default_factory=dict)  # Citus: host:port -> events in its shards
     queries: int = 0
     search_p50_ms: float = 0.0
     search_p95_ms: float = 0.0
@@ -136,6 +165,10 @@ class ScaleResult:
         data["events_per_s"] = round(self.events_per_s)
         data["total_events_per_s"] = round(self.events / self.total_seconds) if self.total_seconds else 0
         data["ratio"] = round(self.ratio, 2)
+        data["bytes_per_event"] = round(self.db_size_bytes / self.events) if not self.node_bytes else {
+            "coordinator": round(self.db_size_bytes / self.events),
+            **{node: round(size / self.node_events[node]) if self.node_events.get(node) else None
+               for node, size in self.node_bytes.items()}}
         if data["database"] is None:
             del data["database"]
         return data
@@ -148,6 +181,17 @@ def _index_memory_mb() -> int:
     """maintenance_work_mem for the index builds after the load: 40 % of RAM.  It is a ceiling:
     sag.create_vector_indexes gives each HNSW graph only what it needs under it."""
     return int(0.4 * tuning.ram_bytes() / 2**20)
+
+
+def _ddl_connection(dsn: str) -> psycopg.Connection:
+    """A connection for the load's schema changes.  On Citus it works over one connection per worker
+    (``citus.multi_shard_modify_mode = sequential``): the tables have foreign keys to a reference table, and
+    Citus refuses to change them after a parallel operation in the same transaction."""
+    conn = psycopg.connect(dsn)
+    if citus_nodes(conn) is not None:
+        conn.execute("set citus.multi_shard_modify_mode to 'sequential'")
+    conn.commit()
+    return conn
 
 
 def _load_rows(dsn: str, spool: Spool, result: ScaleResult, progress: Progress, workers: int) -> None:
@@ -193,7 +237,7 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
     Batches are independent once the keys are in (a batch holds whole documents with their chunks, events
     and links), so ``workers`` connections load them side by side, one transaction per batch.
     """
-    result = ScaleResult(events=config.events, dim=config.dim)
+    result = ScaleResult(events=config.events, dim=config.dim, sources=config.sources)
     with tempfile.TemporaryDirectory(prefix="sag-bench-spool-", dir=spool_dir) as directory:
         started = time.perf_counter()
         spool = write_spool(config, Path(directory), lambda done, total: progress("generate", done, total))
@@ -203,9 +247,15 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
         result.chunks = sum(part.chunks for part in spool.batches)
         result.event_keys = sum(part.links for part in spool.batches)
 
-        with psycopg.connect(dsn) as conn:
+        with _ddl_connection(dsn) as conn:
             conn.execute("select sag.bind_embedder(%s, %s)", [f"hash-v1:{config.dim}", config.dim])
-            conn.execute("select sag.drop_vector_indexes()")
+            if citus_nodes(conn) is None:
+                conn.execute("select sag.drop_vector_indexes()")
+            else:
+                # On Citus 14 the SQL function fails once an index exists ("cannot insert multiple commands
+                # into a prepared statement" from a worker); a DROP INDEX a statement does the same.
+                for (index,) in conn.execute(_HNSW_INDEXES).fetchall():
+                    conn.execute(sql.SQL("drop index {}").format(sql.Identifier("sag", index)))
             secondary = conn.execute(_SECONDARY_INDEXES).fetchall()
             for name, _ in secondary:
                 conn.execute(sql.SQL("drop index {}").format(sql.Identifier("sag", name)))
@@ -216,13 +266,14 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
             # COPY queues no BM25 statistics and makes no co-occurrence relation (sag.store_document's steps):
             # both are counted once after the load (an upsert per pair during it: 1.6 k events/s at 1 M against
             # 38 k without).
-            conn.execute("insert into sag.sources (id, name) overriding system value values (%s, 'default')",
-                         [SOURCE_ID])
+            with conn.cursor() as cur:
+                cur.executemany("insert into sag.sources (id, name) overriding system value values (%s, %s)",
+                                source_names(config))
             conn.commit()
 
         started = time.perf_counter()
         _load_rows(dsn, spool, result, progress, workers)
-    with psycopg.connect(dsn) as conn:
+    with _ddl_connection(dsn) as conn:
         for table in ("sources", "documents", "chunks", "events", "keys"):  # later inserts continue after ours
             conn.execute(sql.SQL("select setval(pg_get_serial_sequence({}, 'id'), (select max(id) from {}))")
                          .format(sql.Literal(f"sag.{table}"), sql.Identifier("sag", table)))
@@ -265,24 +316,50 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
         row = conn.execute("select count(*), pg_database_size(current_database()) from sag.chunk_keys").fetchone()
         assert row is not None
         result.chunk_keys, result.db_size_bytes = int(row[0]), int(row[1])
+        nodes = citus_nodes(conn)
+        if nodes is not None:
+            result.citus_workers = len(nodes.workers)
+            result.node_bytes = {str(n): int(b) for n, b in conn.execute(_NODE_BYTES).fetchall()}
+            for source, events in conn.execute(_SOURCE_EVENTS).fetchall():
+                row = conn.execute(_SOURCE_NODE, [source]).fetchone()
+                assert row is not None
+                result.node_events[str(row[0])] = result.node_events.get(str(row[0]), 0) + int(events)
     return result
 
 
 # ------------------------------------------------------------------------------------------- measure
 
 
+def question_events(config: SynthConfig, rng: np.random.Generator, n: int) -> tuple[list[int], list[int]]:
+    """(source id, event id) of n questions: random events of the whole corpus for one source, else question
+    i about a random event of source ``i mod N``."""
+    if config.sources == 1:
+        events = rng.choice(config.events, size=n, replace=n > config.events) + 1
+        return [config.slices[0].source_id] * n, events.tolist()
+    parts = [config.slices[i % config.sources] for i in range(n)]
+    return ([p.source_id for p in parts],
+            [p.event_start + int(rng.integers(p.events)) for p in parts])
+
+
 def questions(conn: psycopg.Connection, config: SynthConfig, n: int, *, stream: int = 9
               ) -> list[tuple[npt.NDArray[np.float32], list[str]]]:
     """n (query vector, tokens) pairs, each about a random event (see the module docstring); another
     ``stream`` gives other questions drawn the same way."""
+    return [(vector, tokens) for vector, tokens, _ in sourced_questions(conn, config, n, stream=stream)]
+
+
+def sourced_questions(conn: psycopg.Connection, config: SynthConfig, n: int, *, stream: int = 9
+                      ) -> list[tuple[npt.NDArray[np.float32], list[str], int]]:
+    """:func:`questions` with the source each asks: (query vector, tokens, source id)."""
     rng = np.random.default_rng([config.seed, stream])
-    events = rng.choice(config.events, size=n, replace=n > config.events) + 1
+    sources, event_list = question_events(config, rng, n)
+    events = np.asarray(event_list, dtype=np.int64)
     by_event: dict[int, list[tuple[str, np.ndarray]]] = {}
-    for event_id, name, embedding in conn.execute(_QUERY_KEYS, [events.tolist()]).fetchall():
+    for event_id, name, embedding in conn.execute(_QUERY_KEYS, [sorted(set(sources)), events.tolist()]).fetchall():
         values = embedding.to_numpy() if hasattr(embedding, "to_numpy") else embedding  # pgvector Vector
         by_event.setdefault(int(event_id), []).append((name, np.asarray(values, dtype=np.float32)))
     out = []
-    for event_id in events.tolist():
+    for event_id, source_id in zip(events.tolist(), sources):
         keys = by_event.get(event_id, [])
         picked = [keys[i] for i in rng.permutation(len(keys))[:2]]
         noise = rng.standard_normal(config.dim).astype(np.float32)
@@ -290,7 +367,7 @@ def questions(conn: psycopg.Connection, config: SynthConfig, n: int, *, stream: 
             + 0.7 * noise / np.linalg.norm(noise)
         filler = np.searchsorted(config.filler_cdf, rng.random(3), side="right")
         tokens = [name.lower() for name, _ in picked] + [config.filler[min(i, len(config.filler) - 1)] for i in filler]
-        out.append(((vector / np.linalg.norm(vector)).astype(np.float32), tokens))
+        out.append(((vector / np.linalg.norm(vector)).astype(np.float32), tokens, source_id))
     return out
 
 
@@ -300,13 +377,25 @@ select coalesce(sum(pg_prewarm(c.oid, 'read')), 0) * current_setting('block_size
  where c.relnamespace = 'sag'::regnamespace and c.relkind in ('r', 'i')"""
 
 
-def prewarm(conn: psycopg.Connection) -> int | None:
+def prewarm(conn: psycopg.Connection, nodes: CitusNodes | None = None) -> int | None:
     """Read every relation of the sag schema once (pg_prewarm, mode 'read': into the OS cache), so that
     searches are timed on a server whose data has been read before, as after some use, rather than in
     whatever state the load and the index builds left the caches.  Bytes read; None when the pg_prewarm
-    extension is not available (then nothing is read)."""
+    extension is not available (then nothing is read).  On Citus (``nodes``) every worker reads its shards
+    (the schema sag on a worker holds them) too."""
+    if nodes is not None:
+        dsn = conn.info.dsn
+        read = [prewarm(conn)]
+        for worker in nodes.workers:
+            worker_dsn = nodes.dsn(dsn, worker, conn.info.dbname)
+            with psycopg.connect(worker_dsn, autocommit=True, password=conn.info.password) as node:
+                node.execute("set citus.override_table_visibility to off")  # else pg_class hides the shards
+                read.append(prewarm(node))
+        return None if any(r is None for r in read) else sum(r for r in read if r is not None)
     try:
-        conn.execute("create extension if not exists pg_prewarm")
+        # (a Citus worker refuses CREATE EXTENSION, even a no-op: the coordinator's propagated it there)
+        if conn.execute("select 1 from pg_extension where extname = 'pg_prewarm'").fetchone() is None:
+            conn.execute("create extension pg_prewarm")
     except psycopg.Error:
         if not conn.autocommit:
             conn.rollback()
@@ -333,19 +422,22 @@ def measure(dsn: str, config: SynthConfig, result: ScaleResult, *, queries: int 
         register_vector(conn)
         register_vector(probe)
         probe.execute("set enable_sort = off")
-        result.prewarmed_bytes = prewarm(conn)
-        asked = questions(conn, config, queries + warmup)
+        result.prewarmed_bytes = prewarm(conn, citus_nodes(conn))
+        asked = sourced_questions(conn, config, queries + warmup)
+        # The probe asks the source the search just asked (one source: the whole table, as before sources).
         probed_with = [vector for vector, _ in questions(conn, config, queries + warmup, stream=10)]
-        plan = "\n".join(r[0] for r in probe.execute("explain " + _PROBE, [probed_with[0]]).fetchall())
+        query, first = (_PROBE, [probed_with[0]]) if config.sources == 1 else (_SOURCE_PROBE,
+                                                                                [asked[0][2], probed_with[0]])
+        plan = "\n".join(r[0] for r in probe.execute("explain " + query, first).fetchall())
         result.probe_plan = next((line.strip() for line in plan.splitlines() if "Scan" in line), plan)
         search_ms: list[float] = []
         probe_ms: list[float] = []
         stages: dict[str, list[float]] = {}
-        for i, ((vector, tokens), probe_vector) in enumerate(zip(asked, probed_with)):
+        for i, ((vector, tokens, source_id), probe_vector) in enumerate(zip(asked, probed_with)):
             started = time.perf_counter()
-            found = search(conn, " ".join(tokens), vector, source_ids=[SOURCE_ID], top_n=10)
+            found = search(conn, " ".join(tokens), vector, source_ids=[source_id], top_n=10)
             searched = time.perf_counter()
-            probe.execute(_PROBE, [probe_vector]).fetchall()
+            probe.execute(query, [probe_vector] if config.sources == 1 else [source_id, probe_vector]).fetchall()
             probed = time.perf_counter()
             if i >= warmup:
                 search_ms.append((searched - started) * 1000.0)
@@ -368,7 +460,7 @@ def run_scale(settings: Settings, config: SynthConfig, *, queries: int = 50, kee
               spool_dir: Path | None = None, progress: Progress = lambda stage, done, total: None,
               strategy: str = "sag") -> ScaleResult:
     """Load ``config`` into ``sag_bench_scale_<events>_<pid>`` on the configured server and measure it."""
-    name = f"scale_{config.events}"
+    name = f"scale_{config.events}" + (f"_{config.sources}s" if config.sources > 1 else "")
     with temporary_database(resolve_dsn(settings), name, keep=keep) as dsn:
         migrate.upgrade(dsn)
         result = load(dsn, config, progress, workers=workers, spool_dir=spool_dir)

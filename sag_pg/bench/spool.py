@@ -21,11 +21,11 @@ import psycopg
 from psycopg import sql
 
 from .pgcopy import HEADER, TRAILER, binary_rows
-from .synth import Structure, SynthConfig, key_counts, key_rows, make_batch, structures
+from .synth import SourceSlice, Structure, SynthConfig, key_counts, key_rows, make_batch, structures
 
-__all__ = ["COLUMNS", "SOURCE_ID", "Spool", "SpoolPart", "copy_part", "write_spool"]
+__all__ = ["COLUMNS", "SOURCE_ID", "Spool", "SpoolPart", "copy_part", "source_names", "write_spool"]
 
-SOURCE_ID = 1
+SOURCE_ID = 1  # a one-source corpus's (sources are numbered from 1)
 COLUMNS = {
     "documents": ("id", "source_id", "uri", "title", "content", "content_hash"),
     "chunks": ("id", "document_id", "source_id", "ordinal", "start_line", "end_line", "token_count", "embedding",
@@ -46,6 +46,7 @@ class SpoolPart:
     and what it holds."""
 
     files: dict[str, Path]
+    source_id: int = SOURCE_ID
     events: int = 0
     chunks: int = 0
     links: int = 0
@@ -59,13 +60,21 @@ class Spool:
     batches: list[SpoolPart] = field(default_factory=list)
 
 
+def source_names(config: SynthConfig) -> list[tuple[int, str]]:
+    """(id, name) of the corpus's sources: ``default`` alone, else ``synthetic-1`` .. ``synthetic-N``."""
+    if config.sources == 1:
+        return [(SOURCE_ID, "default")]
+    return [(part.source_id, f"synthetic-{part.source_id}") for part in config.slices]
+
+
 def _batch_payloads(config: SynthConfig, s: Structure) -> dict[str, bytes]:
     batch = make_batch(config, s)
     n_chunks = len(s.chunk_ids)
-    source = np.full(n_chunks, SOURCE_ID, dtype=np.int64)
+    source_id = s.source.source_id
+    source = np.full(n_chunks, source_id, dtype=np.int64)
     ids = s.chunk_ids.tolist()
     # chunk_keys: the links summed per (chunk, key), as sag.store_document does.
-    universe = config.key_universe + 1
+    universe = s.source.key_start + s.source.universe + 1  # above every key id of the source
     combos, inverse = np.unique(s.event_chunk[s.link_event - s.event_ids[0]] * universe + s.link_key,
                                 return_inverse=True)
     return {
@@ -80,29 +89,28 @@ def _batch_payloads(config: SynthConfig, s: Structure) -> dict[str, bytes]:
             [[""] * n_chunks, batch.chunk_contents, batch.chunk_tokens]),
         "events": binary_rows(
             [("int8", s.event_ids), ("int8", s.event_chunk), ("int8", s.event_chunk),
-             ("int8", np.full(len(s.event_ids), SOURCE_ID)), ("int4", s.event_ordinal),
+             ("int8", np.full(len(s.event_ids), source_id)), ("int4", s.event_ordinal),
              ("halfvec", batch.event_embeddings)],
             [batch.event_titles, batch.event_contents]),
-        "event_keys": binary_rows([("int8", np.full(len(s.link_event), SOURCE_ID)), ("int8", s.link_event),
+        "event_keys": binary_rows([("int8", np.full(len(s.link_event), source_id)), ("int8", s.link_event),
                                    ("int8", s.link_key), ("int4", s.link_count)]),
-        "chunk_keys": binary_rows([("int8", np.full(len(combos), SOURCE_ID)), ("int8", combos // universe),
+        "chunk_keys": binary_rows([("int8", np.full(len(combos), source_id)), ("int8", combos // universe),
                                    ("int8", combos % universe),
-
                                    ("int4", np.bincount(inverse, weights=s.link_count))]),
     }
 
 
 def _key_payloads(config: SynthConfig, ids: npt.NDArray[np.int64], counts: npt.NDArray[np.int64],
-                  start: int) -> dict[str, bytes]:
-    strings, times = key_rows(config, ids, counts, start)
+                  start: int, source: SourceSlice) -> dict[str, bytes]:
+    strings, times = key_rows(config, ids, counts, start, source)
     return {
         "keys": binary_rows(
-            [("int8", strings.ids), ("int8", np.full(len(strings.ids), SOURCE_ID)),
+            [("int8", strings.ids), ("int8", np.full(len(strings.ids), source.source_id)),
              ("int4", strings.event_counts), ("halfvec", strings.embeddings)],
             [strings.types, strings.names, [n.lower() for n in strings.names], strings.names]),
         "time_keys": binary_rows(
-            [("int8", times.ids), ("int8", np.full(len(times.ids), SOURCE_ID)), ("int4", times.event_counts),
-             ("float8", times.ids.astype(np.float64))],
+            [("int8", times.ids), ("int8", np.full(len(times.ids), source.source_id)), ("int4", times.event_counts),
+             ("float8", np.asarray([float(n) for n in times.names], dtype=np.float64))],
             [times.types, times.names, times.names]),
     }
 
@@ -118,25 +126,38 @@ def _write(directory: Path, stem: str, payloads: dict[str, bytes]) -> tuple[dict
 
 def write_spool(config: SynthConfig, directory: Path, progress: Callable[[int, int], None] = lambda done, total: None
                 ) -> Spool:
-    """Generate the whole corpus of ``config`` into ``directory``: key files, then one set a batch."""
+    """Generate the whole corpus of ``config`` into ``directory``: key files, then one set a batch, source
+    after source; the batches are then ordered round-robin over the sources (the first batch of every source,
+    then the second...), so that a parallel load writes to several sources (on Citus: workers) at once."""
     spool = Spool()
-    ids, counts = key_counts(config)
-    spool.keys = len(ids)
-    for start in range(0, len(ids), _KEY_BATCH):
-        files, size = _write(directory, f"keys{start:09d}",
-                             _key_payloads(config, ids[start:start + _KEY_BATCH], counts[start:start + _KEY_BATCH],
-                                           start))
-        spool.key_parts.append(SpoolPart(files))
-        spool.bytes += size
+    for source in config.slices:
+        ids, counts = key_counts(config, source)
+        spool.keys += len(ids)
+        for start in range(0, len(ids), _KEY_BATCH):
+            files, size = _write(directory, _stem(config, "keys", source, start),
+                                 _key_payloads(config, ids[start:start + _KEY_BATCH],
+                                               counts[start:start + _KEY_BATCH], start, source))
+            spool.key_parts.append(SpoolPart(files, source_id=source.source_id))
+            spool.bytes += size
     done = 0
+    order: list[tuple[int, int]] = []
     for s in structures(config):
-        files, size = _write(directory, f"batch{s.batch:06d}", _batch_payloads(config, s))
-        spool.batches.append(SpoolPart(files, events=len(s.event_ids), chunks=len(s.chunk_ids),
-                                       links=len(s.link_event)))
+        files, size = _write(directory, _stem(config, "batch", s.source, s.batch), _batch_payloads(config, s))
+        spool.batches.append(SpoolPart(files, source_id=s.source.source_id, events=len(s.event_ids),
+                                       chunks=len(s.chunk_ids), links=len(s.link_event)))
+        order.append((s.batch, s.source.index))
         spool.bytes += size
         done += len(s.event_ids)
         progress(done, config.events)
+    spool.batches = [part for _, part in sorted(zip(order, spool.batches), key=lambda pair: pair[0])]
     return spool
+
+
+def _stem(config: SynthConfig, kind: str, source: SourceSlice, number: int) -> str:
+    """A file name's stem: ``batch000012`` in a one-source corpus, ``batch0003-000012`` for source 3."""
+    width = 9 if kind == "keys" else 6
+    prefix = f"{kind}{source.source_id:04d}-" if config.sources > 1 else kind
+    return f"{prefix}{number:0{width}d}"
 
 
 def _blocks(path: Path) -> Iterator[bytes]:

@@ -145,6 +145,9 @@ def bench(ctx: click.Context, dirs: tuple[Path, ...], methods: str, ks: list[int
 @click.option("--queries", type=count(1), default=50, show_default=True,
               help="Questions timed per size (after 10 warm-up questions).")
 @click.option("--seed", type=SEED, default=7, show_default=True, help="Seed of the synthetic corpus.")
+@click.option("--sources", type=click.IntRange(1, 10_000), default=1, show_default=True,
+              help="Split the corpus over this many sources (own documents, events and keys each); every "
+                   "search then asks one source, round-robin.")
 @click.option("--workers", type=click.IntRange(1, 16), default=2, show_default=True,
               help="Connections loading batches side by side.")
 @click.option("--spool-dir", type=click.Path(exists=True, file_okay=False, writable=True, path_type=Path),
@@ -156,7 +159,7 @@ def bench(ctx: click.Context, dirs: tuple[Path, ...], methods: str, ks: list[int
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.pass_context
-def bench_scale(ctx: click.Context, sizes: list[int], dim: int, queries: int, seed: int, workers: int,
+def bench_scale(ctx: click.Context, sizes: list[int], dim: int, queries: int, seed: int, sources: int, workers: int,
                 spool_dir: Path | None, keep: bool, strategy: str, as_json: bool, quiet: bool) -> None:
     """Bulk-load a synthetic corpus (Zipf key popularity) and time fast search against plain HNSW.
 
@@ -164,11 +167,14 @@ def bench_scale(ctx: click.Context, sizes: list[int], dim: int, queries: int, se
     (binary COPY of those files, indexes built afterwards), database size, fast-search
     p50/p95, the p50/p95 of one pgvector HNSW top-10 query on events (the floor) and their ratio, and
     the peak memory of this process. Targets: p50 <= 50 ms at 1 M events, ratio <= 10x (<= 6x at 10 k
-    events), >= 20k events/s.
+    events), >= 20k events/s. With --sources N the corpus is split over N sources and every search asks one
+    of them; on a Citus coordinator (SAG_DATABASE_URL) the database is made on every node and distributed,
+    and the size is reported per node.
 
     Example:
 
         sag-pg bench-scale --events 10000,100000 --json
+        SAG_DATABASE_URL="$(sag-pg db cluster url)" sag-pg bench-scale --events 100000 --sources 8
     """
     from ..bench.report import format_scale
     from ..bench.scale import run_scale
@@ -179,7 +185,8 @@ def bench_scale(ctx: click.Context, sizes: list[int], dim: int, queries: int, se
     for events in sizes:
         started = time.perf_counter()
         with _progress(not (quiet or as_json), f"{events:,} events") as progress:
-            result = run_scale(app.settings, SynthConfig(events=events, dim=dim, seed=seed), queries=queries,
+            config = SynthConfig(events=events, dim=dim, seed=seed, sources=min(sources, events))
+            result = run_scale(app.settings, config, queries=queries,
                                keep=keep, workers=workers, spool_dir=spool_dir, progress=progress,
                                strategy=strategy)
         results.append(result)
