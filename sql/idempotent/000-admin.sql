@@ -53,14 +53,18 @@ comment on function sag.create_vector_indexes(integer) is
 
 create or replace function sag.drop_vector_indexes()
 returns void
-language sql
+language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
-    select pg_advisory_xact_lock(hashtext('sag.vector_indexes'));
-    -- One index a command: Citus drops one distributed object at a time.
+begin
+    perform pg_advisory_xact_lock(hashtext('sag.vector_indexes'));
+    -- One index a statement (Citus drops one distributed object at a time), in plpgsql: a SQL-language function
+    -- is sent to the workers as one prepared statement of three commands, which they refuse ("cannot insert
+    -- multiple commands into a prepared statement") once the indexes exist.
     drop index if exists sag.chunks_embedding_hnsw;
     drop index if exists sag.events_embedding_hnsw;
     drop index if exists sag.keys_embedding_hnsw;
+end;
 $$;
 comment on function sag.drop_vector_indexes() is
     'Drops the HNSW indexes so a bulk load does not pay for one graph insertion per row; rebuild them with '

@@ -276,6 +276,19 @@ def test_a_bulk_load_rebuilds_the_vector_indexes_on_the_workers(clusters: tuple[
     assert on_workers is not None and on_workers[0] >= 1
 
 
+def test_psql_drops_and_rebuilds_the_vector_indexes(clusters: tuple[str, SAG]) -> None:
+    """`select sag.drop_vector_indexes()` from psql (a reembed calls it too) where the indexes exist: as a
+    SQL-language function its three DROPs reached the workers as one prepared statement, which they refuse."""
+    url, _ = clusters
+    count = ("select count(*) from pg_indexes where schemaname = 'sag' and indexname like '%_embedding_hnsw'")
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute(count).fetchone() == (3,)
+        conn.execute("select sag.drop_vector_indexes()")
+        assert conn.execute(count).fetchone() == (0,)
+        conn.execute("select sag.create_vector_indexes()")
+        assert conn.execute(count).fetchone() == (3,)
+
+
 def test_the_cli_searches_the_distributed_schema(clusters: tuple[str, SAG], tmp_path: Path) -> None:
     """`sag-pg search` on a coordinator: the answer, no error (parity with one node: test_search_parity)."""
     import os
