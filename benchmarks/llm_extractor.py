@@ -262,18 +262,18 @@ def request_report(rows: list[dict[str, Any]]) -> str:
     for c in first:
         by_purpose.setdefault(c["purpose"], []).append(c)
     lines = [
-        f"sentences {len(rows)} (failed {len(failed)}), requests {len(calls)} "
+        (f"sentences {len(rows)} (failed {len(failed)}), requests {len(calls)} "
         f"(first answers {len(first)}, repair rounds {len(repairs)}, failed requests "
-        f"{sum(c['answer'] is None for c in calls)})",
+        f"{sum(c['answer'] is None for c in calls)})"),
         "schema-valid, first answers: "
         + ", ".join(f"{p} {sum(c['strict_valid'] for c in cs)}/{len(cs)} as is, "
                     f"{sum(c['accepted'] for c in cs)}/{len(cs)} accepted without repair"
                     for p, cs in sorted(by_purpose.items()))
         + f"; usable after the repair round: {len(rows) - len(failed)}/{len(rows)} sentences",
-        f"tokens: prompt {prompt_tokens}, completion {completion_tokens}; request seconds {seconds:.0f} "
+        (f"tokens: prompt {prompt_tokens}, completion {completion_tokens}; request seconds {seconds:.0f} "
         f"({seconds / max(1, len(rows)):.1f} s per sentence); {completion_tokens / max(seconds, 1e-9):.2f} "
         f"completion tokens/s, {(prompt_tokens + completion_tokens) / max(seconds, 1e-9):.1f} prompt+completion "
-        f"tokens/s (wall time of the requests)",
+        f"tokens/s (wall time of the requests)"),
     ]
     loads = [row["load"] for row in rows if row.get("load") is not None]
     if loads:
