@@ -35,6 +35,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -284,6 +285,25 @@ def request_report(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+_PERF = re.compile(r"llama_perf_context_print:\s+(prompt eval|eval) time =\s+([\d.]+) ms /\s+(\d+) (?:tokens|runs)")
+
+
+def server_log_report(path: Path) -> str:
+    """llama.cpp's own timings (llama_perf_context_print lines of the server's log): prompt reading and writing
+    speed, over every request the log holds (llama-cpp-python's server streams no token usage)."""
+    totals = {"prompt eval": [0.0, 0, 0], "eval": [0.0, 0, 0]}  # ms, tokens, requests
+    for match in _PERF.finditer(path.read_text(encoding="utf-8", errors="replace")):
+        entry = totals[match.group(1)]
+        entry[0] += float(match.group(2))
+        entry[1] += int(match.group(3))
+        entry[2] += 1
+    (p_ms, p_tok, p_n), (e_ms, e_tok, _) = totals["prompt eval"], totals["eval"]
+    return (f"server log {path}: {p_n} requests; prompt {p_tok} tokens read at {p_tok / max(p_ms / 1000, 1e-9):.1f}"
+            f" tokens/s ({p_tok / max(p_n, 1):.0f} a request, {p_ms / 1000 / max(p_n, 1):.1f} s); completion "
+            f"{e_tok} tokens written at {e_tok / max(e_ms / 1000, 1e-9):.2f} tokens/s "
+            f"({e_tok / max(p_n, 1):.0f} a request, {e_ms / 1000 / max(p_n, 1):.1f} s)")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-lang", default="10,10,5",
@@ -291,10 +311,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pipeline", choices=["keys", "events"], default="keys",
                         help="keys: the key prompt on the sentence; events: events, then keys of each")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="answers kept between runs (JSON lines)")
-    parser.add_argument("--prompts-dir", type=Path, default=None, help="prompt overrides (SAG_PROMPTS_DIR)")
+    parser.add_argument("--prompts-dir", type=Path, default=None, help="prompt overrides (default: SAG_PROMPTS_DIR)")
     parser.add_argument("--report-only", action="store_true", help="no model: the tables from the cache")
     parser.add_argument("--retry-failed", action="store_true", help="ask again for sentences that failed")
     parser.add_argument("--errors", action="store_true", help="list the LLM's false positives / negatives")
+    parser.add_argument("--server-log", type=Path, default=None,
+                        help="llama.cpp server log: its prompt / completion tokens per second")
     parser.add_argument("--keys", action="store_true", help="list the LLM's keys of every sentence")
     args = parser.parse_args(argv)
 
@@ -303,6 +325,7 @@ def main(argv: list[str]) -> int:
     if not spec.startswith("openai:"):
         raise SystemExit("set SAG_LLM=openai:MODEL (and SAG_LLM_BASE_URL for a local server)")
     args.structured_output = settings.llm_structured_output
+    args.prompts_dir = args.prompts_dir or settings.prompts_dir
     gold = load_gold()
     per_lang = {lang: 10**6 for lang in LANGS} if args.per_lang == "all" else parse_per_lang(args.per_lang)
     sentences = subset(gold, per_lang)
@@ -320,6 +343,8 @@ def main(argv: list[str]) -> int:
     print(f"subset: {', '.join(f'{lang} {sum(s.lang == lang for s in answered)}' for lang in LANGS)} "
           f"of {len(sentences)} asked; load average at start {load_start[0]:.2f}, now {os.getloadavg()[0]:.2f}")
     print(request_report(rows))
+    if args.server_log is not None:
+        print(server_log_report(args.server_log))
     llm_result, rules_result = llm_score(answered, rows), rules_score(answered)
     print(side_by_side(llm_result, rules_result))
     if args.errors:
