@@ -50,6 +50,7 @@ from sag_pg.config import Settings
 from sag_pg.errors import LLMError
 from sag_pg.extract.llm_extractor import LLMExtractor
 from sag_pg.extract.rules import RuleExtractor
+from sag_pg.llm.base import Usage
 from sag_pg.llm.jsonparse import JSONAnswerError, parse_answer
 from sag_pg.llm.openai_llm import OpenAILLM
 from sag_pg.types import DEFAULT_KEY_TYPES, Chunk, EventDraft, PreRetrieval
@@ -163,6 +164,38 @@ def extract_one(extractor: LLMExtractor, sentence: GoldSentence, pipeline: str) 
     return list(dict.fromkeys(found))
 
 
+class ReplayLLM:
+    """The answers one sentence got, given back in order: ``--replay`` turns them into keys with the current
+    extractor code (its filters), without a model."""
+
+    def __init__(self, name: str, calls: list[dict[str, Any]]) -> None:
+        self.name = name
+        self.usage = Usage()
+        self._answers = [c["answer"] for c in calls if not c["repair"] and c["answer"] is not None]
+        self._repairs = {i: c["answer"] for i, c in enumerate(calls) if c["repair"]}
+
+    def complete_json(self, prompt: str, *, schema: Mapping[str, Any], system: str | None = None,
+                      purpose: str = "") -> Any:
+        answer = self._answers.pop(0)
+        try:
+            return parse_answer(answer, schema)
+        except JSONAnswerError:
+            repaired = self._repairs.pop(min(self._repairs)) if self._repairs else None
+            if repaired is None:
+                raise LLMError("no repaired answer kept") from None
+            return parse_answer(repaired, schema)
+
+    def complete_text(self, prompt: str, *, system: str | None = None, purpose: str = "") -> str:
+        return str(self._answers.pop(0))
+
+
+def replay(row: dict[str, Any], sentence: GoldSentence, args: argparse.Namespace) -> list[tuple[str, str]]:
+    if row.get("error"):
+        return []
+    llm = ReplayLLM(row["model"], row["calls"])
+    return extract_one(LLMExtractor(llm, prompts_dir=args.prompts_dir), sentence, row["pipeline"])
+
+
 def load_cache(path: Path) -> dict[str, dict[str, Any]]:
     kept: dict[str, dict[str, Any]] = {}
     if path.exists():
@@ -202,6 +235,8 @@ def run(sentences: list[GoldSentence], llm: RecordingLLM, args: argparse.Namespa
             shown = "  ".join(f"{t}:{v}" for t, v in keys) or (f"ERROR {error}" if error else "(no keys)")
             print(f"[{n}/{len(sentences)}] {sentence.lang} {row['seconds']:.0f}s load {row['load']:.2f}: "
                   f"{sentence.text[:40]} -> {shown}", flush=True)
+        if args.replay:
+            row = dict(row, keys=replay(row, sentence, args))
         rows.append(row)
     return rows
 
@@ -313,6 +348,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="answers kept between runs (JSON lines)")
     parser.add_argument("--prompts-dir", type=Path, default=None, help="prompt overrides (default: SAG_PROMPTS_DIR)")
     parser.add_argument("--report-only", action="store_true", help="no model: the tables from the cache")
+    parser.add_argument("--replay", action="store_true",
+                        help="keys from the kept answers through the current extractor code (its filters)")
     parser.add_argument("--retry-failed", action="store_true", help="ask again for sentences that failed")
     parser.add_argument("--errors", action="store_true", help="list the LLM's false positives / negatives")
     parser.add_argument("--server-log", type=Path, default=None,
