@@ -62,6 +62,7 @@ KEYS_SCHEMA: dict[str, Any] = {
 }
 
 _YEAR_MONTH = re.compile(r"(\d{4})(?:-(\d{1,2}))?")
+_YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
 _TITLE_LIMIT = 80
 
 
@@ -130,7 +131,8 @@ class LLMExtractor:
         examples = prompt_examples(prompt)
         source = f"{event_text(event)}\n{summary}"
         items = [item for item in answer["keys"]
-                 if not copies_example(_key_value(item), examples, source)]  # the example's `2007`, not the event's
+                 if not copies_example(_key_value(item), examples, source)  # the example's `2007`, not the event's
+                 and not invents_year(item, source)]
         return coerce_keys(items, key_types)
 
 
@@ -174,6 +176,22 @@ def copies_example(value: object, examples: set[str], source: str) -> bool:
     held = source.casefold()
     year = _YEAR_MONTH.fullmatch(text) or re.fullmatch(r"(\d{4})-\d{1,2}-\d{1,2}", text)
     return (year.group(1) if year else text) not in held
+
+
+def invents_year(item: object, source: str) -> bool:
+    """A ``time`` key naming a year that the text it was extracted from does not hold.
+
+    A 1.5B model on CPU (docs/extraction.md, "The LLM extractor on a local model") gave ``time: 2019`` for
+    sentences with no date at all; a year of the event's own time line or of the summary counts as held."""
+    if not isinstance(item, dict) or str(item.get("type", "")).strip().casefold() != "time":
+        return False
+    value = _key_value(item)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if value is None or isinstance(value, bool):
+        return False
+    years = _YEAR.findall(str(value))
+    return bool(years) and not any(year in _YEAR.findall(source) for year in years)
 
 
 def _key_value(item: object) -> object:

@@ -131,6 +131,8 @@ class OpenAILLM:
         self._rung = STRUCTURED_OUTPUTS.index(structured_output)
         # JSON answers received, by the structured-output mode their request asked with (for --verbose).
         self.json_requests: dict[str, int] = {}
+        # Whether a streamed answer came without a usage report (llama-cpp-python's server): logged once.
+        self._usage_unreported = False
         # Replaced by tests that want to see the delays without waiting for them.
         self._sleep: Callable[[float], None] = time.sleep
         try:
@@ -335,6 +337,8 @@ class OpenAILLM:
             return self._read(data, purpose, body)
         pieces: list[str] = []
         prompt_tokens = completion_tokens = 0
+        reported = False
+        content_events = 0
         for line in raw.iter_lines():
             if not line.startswith("data:"):
                 continue
@@ -351,12 +355,23 @@ class OpenAILLM:
                 raise self._error(purpose, f"stream error: {excerpt(json.dumps(event['error']), 300)}")
             usage = event.get("usage")
             if isinstance(usage, dict):
+                reported = True
                 prompt_tokens = int(usage.get("prompt_tokens") or 0)
                 completion_tokens = int(usage.get("completion_tokens") or 0)
             for choice in event.get("choices") or []:
                 delta = choice.get("delta") or choice.get("message") or {}
                 if isinstance(delta, dict) and delta.get("content"):
                     pieces.append(str(delta["content"]))
+                    content_events += 1
+        if not reported:
+            # llama-cpp-python's server ignores stream_options and streams no usage: its answers counted 0 tokens.
+            # It (like llama-server, vLLM and Ollama) streams one token a piece, so the pieces are the completion's
+            # tokens; the prompt's are unknown (0).
+            completion_tokens = content_events
+            if not self._usage_unreported:
+                self._usage_unreported = True
+                log.info("%s at %s streams no token usage; completion tokens are counted as streamed pieces, "
+                         "prompt tokens are not counted", self.name, self.endpoint)
         self.usage.add(prompt_tokens, completion_tokens)
         return "".join(pieces)
 
