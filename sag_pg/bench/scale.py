@@ -43,7 +43,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from ..config import Settings
-from ..db import migrate, tuning
+from ..db import graph, migrate, tuning
 from ..db.connection import resolve_dsn
 from ..dataflow.search import dataflow_search
 from ..search.retrieve import retrieve
@@ -300,8 +300,9 @@ def load(dsn: str, config: SynthConfig, progress: Progress, *, workers: int = 2,
         conn.commit()
         result.index_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        conn.execute("select sag.rebuild_cooccurrence()")
-        conn.commit()
+        conn.autocommit = True  # one top-level call a source: on Citus each runs on the worker holding it
+        graph.rebuild_cooccurrence(conn)
+        conn.autocommit = False
         result.graph_seconds = time.perf_counter() - started
         progress("index", 1, 2)
         started = time.perf_counter()

@@ -59,7 +59,8 @@ select con.conrelid::regclass::text, con.conname, pg_catalog.pg_get_constraintde
 # one autocommit statement), they run whole on the worker holding it.  Every statement in them, and in what
 # they call, names the source.  (force_delegation, which delegates inside transaction blocks too, makes Citus
 # 14 refuse an INSERT ... SELECT of the delete path as "a distributed query from a query on a shard".)
-DISTRIBUTED_FUNCTIONS = ("sag.ingest_document", "sag.store_document", "sag.delete_document", "sag.resolve_keys")
+DISTRIBUTED_FUNCTIONS = ("sag.ingest_document", "sag.store_document", "sag.delete_document", "sag.resolve_keys",
+                         "sag.rebuild_source_cooccurrence")
 
 _FUNCTIONS = """
 select p.oid::regprocedure::text, p.proargnames[1]

@@ -187,9 +187,13 @@ def relation_counts(conn: psycopg.Connection, source_ids: Sequence[int] | None =
 
 
 def rebuild_cooccurrence(conn: psycopg.Connection, source_ids: Sequence[int] | None = None) -> int:
-    """``sag.rebuild_cooccurrence``."""
-    return int(_one(conn, "select sag.rebuild_cooccurrence(source_ids => %s)",
-                    [list(source_ids) if source_ids is not None else None]))
+    """What ``sag.rebuild_cooccurrence`` does, one top-level ``sag.rebuild_source_cooccurrence`` call a source
+    (NULL = every source): on a Citus coordinator and an autocommit connection each call runs whole on the
+    worker holding the source, instead of the links travelling to the coordinator and back."""
+    ids = [int(r[0]) for r in conn.execute(
+        "select s.id from sag.sources s where %(ids)s::bigint[] is null or s.id = any(%(ids)s::bigint[]) "
+        "order by s.id", {"ids": list(source_ids) if source_ids is not None else None}).fetchall()]
+    return sum(int(_one(conn, "select sag.rebuild_source_cooccurrence(%s)", [i])) for i in ids)
 
 
 def find_tags(conn: psycopg.Connection, source_id: int, prefix: str = "", limit: int = 50) -> list[str]:

@@ -125,8 +125,9 @@ class KnowledgeGraph:
             return g.relation_counts(conn, None if source is None else [self._source(conn, source)])
 
     def rebuild_cooccurrence(self, *, source: str | None = None) -> int:
-        """Recompute the co-occurrence relations (a database ingested before they existed)."""
-        with self._write() as conn:
+        """Recompute the co-occurrence relations (a database ingested before they existed): one transaction a
+        source (on Citus, each on the worker holding it)."""
+        with self._db.connect(autocommit=True) as conn:
             return g.rebuild_cooccurrence(conn, None if source is None else [self._source(conn, source)])
 
     def get_related(self, ref: EntityRef, depth: int = 2, direction: str = "out",

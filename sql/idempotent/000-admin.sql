@@ -20,6 +20,8 @@ declare
     callers text := current_setting('maintenance_work_mem');
     allowed_kb bigint := pg_size_bytes(current_setting('maintenance_work_mem')) / 1024;
     rows_ bigint;
+    shards bigint;
+    distributed boolean;
 begin
     if dim is null then
         return 0;  -- no embedder bound yet: the columns are untyped and cannot be indexed
@@ -31,19 +33,43 @@ begin
         raise notice 'dimension % is above pgvector''s HNSW limit of 4000 (halfvec): vector search will scan', dim;
         return 0;
     end if;
+    distributed := to_regclass('pg_catalog.pg_dist_partition') is not null;
+    if distributed then
+        execute 'select exists (select 1 from pg_catalog.pg_dist_partition where logicalrelid = $1)'
+           into distributed using 'sag.chunks'::regclass;
+    end if;
     for spec in select * from (values ('chunks'), ('events'), ('keys')) t(tbl) loop
         if to_regclass(format('sag.%s_embedding_hnsw', spec.tbl)) is null then
-            -- 2 bytes a dimension and 1 KiB of neighbour lists and bookkeeping an element (m = 16), + 20 %.
-            execute format('select count(*) from sag.%I where embedding is not null', spec.tbl) into rows_;
-            perform set_config('maintenance_work_mem',
-                               least(allowed_kb, greatest(65536, (rows_ * (2 * dim + 1024) * 1.2 / 1024)::bigint))
-                               || 'kB', true);
+            if distributed then
+                -- On Citus each shard gets a graph of its own, built on its worker with the worker's own
+                -- maintenance_work_mem unless a SET LOCAL travels there (set_config does not; a 64 MB default
+                -- built a 1 M-event corpus' graphs on disk).  The shards are built side by side: the caller's
+                -- allowance is shared between the shards that hold rows, each sized for the largest.
+                execute format('select coalesce(max(n), 0), count(*) from (select count(*) as n from sag.%I '
+                               'where embedding is not null group by '
+                               'pg_catalog.get_shard_id_for_distribution_column(%L, source_id)) s',
+                               spec.tbl, 'sag.' || spec.tbl) into rows_, shards;
+                perform set_config('citus.propagate_set_commands', 'local', true);
+                execute format('set local maintenance_work_mem = %L',
+                               least(allowed_kb / greatest(shards, 1),
+                                     greatest(65536, (rows_ * (2 * dim + 1024) * 1.2 / 1024)::bigint)) || 'kB');
+            else
+                -- 2 bytes a dimension and 1 KiB of neighbour lists and bookkeeping an element (m = 16), + 20 %.
+                execute format('select count(*) from sag.%I where embedding is not null', spec.tbl) into rows_;
+                perform set_config('maintenance_work_mem',
+                                   least(allowed_kb, greatest(65536, (rows_ * (2 * dim + 1024) * 1.2 / 1024)::bigint))
+                                   || 'kB', true);
+            end if;
             execute format('create index %I on sag.%I using hnsw (embedding @extschema:vector@.halfvec_cosine_ops)',
                            spec.tbl || '_embedding_hnsw', spec.tbl);
             made := made + 1;
         end if;
     end loop;
-    perform set_config('maintenance_work_mem', callers, true);
+    if distributed then
+        execute format('set local maintenance_work_mem = %L', callers);
+    else
+        perform set_config('maintenance_work_mem', callers, true);
+    end if;
     return made;
 end;
 $$;

@@ -78,6 +78,30 @@ comment on function sag_internal._cooccur_links(bigint, bigint[], bigint[]) is
     'Adds the co-occurrence (related_to) relations that new event-key links create between entity keys (every '
     'key type but action and time), or their evidence; returns how many relations were created or strengthened.';
 
+-- One source's co-occurrence relations from its links.  A scalar source argument: on Citus `db upgrade`
+-- distributes it, so a top-level `select sag.rebuild_source_cooccurrence(s)` runs whole on the worker holding
+-- the source (the links never travel to the coordinator; through sag.rebuild_cooccurrence's loop they did, and
+-- the rebuild was 2-4x slower than on one node).
+create or replace function sag.rebuild_source_cooccurrence(p_source_id bigint)
+returns integer
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    event_ids bigint[];
+    key_ids bigint[];
+begin
+    delete from sag.relations r where r.source_id = p_source_id and r.origin = 'cooccurrence';
+    select array_agg(ek.event_id), array_agg(ek.key_id) into event_ids, key_ids
+      from sag.event_keys ek where ek.source_id = p_source_id;
+    return coalesce(sag_internal._cooccur_links(p_source_id, event_ids, key_ids), 0);
+end;
+$$;
+comment on function sag.rebuild_source_cooccurrence(bigint) is
+    'Recomputes one source''s co-occurrence relations from its events; returns the number of relations. '
+    'On Citus a top-level call runs on the worker holding the source. '
+    'Example: select sag.rebuild_source_cooccurrence(1);';
+
 create or replace function sag.rebuild_cooccurrence(source_ids bigint[] default null)
 returns integer
 language plpgsql
@@ -86,15 +110,11 @@ as $$
 declare
     n integer := 0;
     source bigint;
-    event_ids bigint[];
-    key_ids bigint[];
 begin
-    -- One source at a time, each statement naming it (on Citus each runs on the worker holding the source).
+    -- One source at a time, each statement naming it (on Citus each runs on the worker holding the source;
+    -- sag-pg itself calls sag.rebuild_source_cooccurrence per source, which runs there whole).
     for source in select s.id from sag.sources s where source_ids is null or s.id = any(source_ids) order by s.id loop
-        delete from sag.relations r where r.source_id = source and r.origin = 'cooccurrence';
-        select array_agg(ek.event_id), array_agg(ek.key_id) into event_ids, key_ids
-          from sag.event_keys ek where ek.source_id = source;
-        n := n + coalesce(sag_internal._cooccur_links(source, event_ids, key_ids), 0);
+        n := n + sag.rebuild_source_cooccurrence(source);
     end loop;
     return n;
 end;

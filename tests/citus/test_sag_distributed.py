@@ -201,6 +201,30 @@ def test_a_one_source_ingest_runs_whole_on_the_worker_that_holds_the_source(clus
     assert "pushing down the function call" in messages, messages
 
 
+def test_a_cooccurrence_rebuild_runs_on_the_workers_and_rebuilds_what_one_node_rebuilds(
+        clusters: tuple[str, SAG], one_node: tuple[str, SAG]) -> None:
+    from sag_pg.db import graph
+
+    # The test runs after the others: the rebuild must give back exactly what ingests and deletes left.
+    before = _content(clusters[0])["relations"]
+    messages: list[str] = []
+    with psycopg.connect(clusters[0], autocommit=True) as conn:
+        sources = conn.execute("select count(*) from sag.sources").fetchone()[0]  # type: ignore[index]
+        conn.add_notice_handler(lambda diag: messages.append(diag.message_primary or ""))
+        conn.execute("set client_min_messages = debug1")
+        rebuilt = graph.rebuild_cooccurrence(conn)
+    assert messages.count("pushing down the function call") == sources, messages
+    after = _content(clusters[0])["relations"]
+    assert after == before  # what the ingests and deletes left is what a rebuild makes
+    with psycopg.connect(clusters[0]) as conn:
+        assert conn.execute("select count(*) from sag.relations where origin = 'cooccurrence'"
+                            ).fetchone() == (rebuilt,) and rebuilt > 0
+    # One node (other tests of this module write to the cluster only): its rebuild changes nothing either.
+    single = _content(one_node[0])["relations"]
+    one_node[1].graph.rebuild_cooccurrence()
+    assert _content(one_node[0])["relations"] == single
+
+
 def test_status_names_the_nodes_and_where_each_source_lives(clusters: tuple[str, SAG]) -> None:
     from sag_pg.db.status import database_status
 
@@ -287,6 +311,35 @@ def test_psql_drops_and_rebuilds_the_vector_indexes(clusters: tuple[str, SAG]) -
         assert conn.execute(count).fetchone() == (0,)
         conn.execute("select sag.create_vector_indexes()")
         assert conn.execute(count).fetchone() == (3,)
+
+
+def test_the_vector_indexes_are_built_with_the_callers_memory_on_the_workers(clusters: tuple[str, SAG]) -> None:
+    """Each shard's HNSW graph is built on its worker: with the worker's own maintenance_work_mem (here 1 MB,
+    PostgreSQL's least) it spilled to disk, many times slower, whatever the caller allowed."""
+    url, sag = clusters
+    report = sag.ingest([document_from_text(f"Harbourmaster Aurelio{i} met pilot Benedikt{i} in Kvitnes{i}.",
+                                            uri=f"memory-{i}.md", origin=f"memory-{i}.md") for i in range(400)],
+                        source="memory", bulk=True)
+    assert report.failed == 0, report.errors
+    notices: list[str] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        dbname = conn.info.dbname
+        conn.execute(f"alter database {dbname} set maintenance_work_mem = '1MB'")  # Citus sets it on every node
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+            conn.execute("set client_min_messages = debug1")  # Citus relays the workers' notices as DEBUG1
+            conn.execute("select sag.drop_vector_indexes()")
+            with conn.transaction():
+                conn.execute("set local maintenance_work_mem = '256MB'")
+                assert conn.execute("select sag.create_vector_indexes()").fetchone() == (3,)
+            on_workers = conn.execute("select array_agg(result) from run_command_on_workers("
+                                      "$$select current_setting('maintenance_work_mem')$$)").fetchone()
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"alter database {dbname} reset maintenance_work_mem")
+    assert on_workers == (["1MB", "1MB"],)  # the setting the builds had to overcome
+    assert not [n for n in notices if "no longer fits into maintenance_work_mem" in n], notices
 
 
 def test_the_cli_searches_the_distributed_schema(clusters: tuple[str, SAG], tmp_path: Path) -> None:
