@@ -35,7 +35,7 @@ import fasteners
 import psycopg
 
 from ..errors import ConfigError, DatabaseError
-from . import citus_build
+from . import citus_build, tuning
 from .embedded import _embedded_postgres, _system_user
 
 DATABASE = "sag"
@@ -360,8 +360,13 @@ def _create_node(cluster: Cluster, node: Node) -> None:
                                  "--auth-local=trust", "--auth-host=scram-sha-256"])
     finally:
         pwfile.unlink()
+    # The nodes share this machine: each gets the settings sag-pg gives its embedded server (tuning.py) for its
+    # share of the memory, so that a one-node and a cluster benchmark on one machine compare like with like
+    # (initdb's 128 MB shared_buffers sent a 1 M-event shard's HNSW searches to the OS cache).
+    share = tuning.desired_settings(tuning.ram_bytes() // max(len(cluster.nodes), 1))
     with (pgdata / "postgresql.conf").open("a") as conf:
         conf.write(_SETTINGS.format(port=node.port))
+        conf.writelines(f"{name} = '{value}'\n" for name, value in share.items())
     (pgdata / "pg_hba.conf").write_text(_HBA)
     _start_node(cluster, node)
     with (_sql_errors(f"creating the database on the {node.name}"),
