@@ -371,7 +371,9 @@ begin
      where k.value_string is not null
        and (source_ids is null or k.source_id = any (source_ids))
        and (not s.is_han or k.type in ('person', 'organization', 'location')
-            or k.type = 'topic' and char_length(s.normalized) >= 3 and s.normalized ~ '(计划|项目|工程|号)$');
+            or k.type = 'topic' and char_length(s.normalized) >= 3 and s.normalized ~ '(计划|项目|工程|号)$'
+            -- A work the question quotes whole in 《》 is named: ingestion keyed it as a topic, the title itself
+            or k.type = 'topic' and strpos(normalize(query, NFKC), '《' || s.text || '》') > 0);
     for span in
         select u.id, u.text, u.first_word, u.last_word, u.hub
           from unnest(m_id, m_text, m_first, m_last, m_hub) as u(id, text, first_word, last_word, hub)
@@ -396,7 +398,8 @@ $$;
 comment on function sag.named_keys(text, bigint[], integer, integer) is
     'The string keys a question names (of the given sources, NULL = all): spans of up to max_words words that '
     'start and end with a capitalised word or a number (one word: capitalised, >= 2 letters), or Han runs of 2-16 '
-    'characters naming a person, organization or location key (or a project/ship topic: 青岚计划, 破浪号), whose '
+    'characters naming a person, organization or location key (or a project/ship topic: 青岚计划, 破浪号, or a '
+    'topic quoted whole in 《》), whose '
     'normalized text is a key''s normalized '
     'name; longest spans first, each word used once.  hub: more than max_key_events events (NULL = no limit).  '
     'sag.retrieve seeds stage 1 with them.  Example: select * from sag.named_keys(''Who married Marie Antoinette?'');';

@@ -33,6 +33,7 @@ def graph(db_conn: psycopg.Connection) -> dict[str, int]:
         "plan": g.key(one, "计划", type="topic"),
         "qinglan": g.key(one, "青岚计划", type="topic"),
         "ship": g.key(one, "破浪号", type="topic"),
+        "book": g.key(one, "候鸟南飞", type="topic"),
         "creme": g.key(one, "Crème Brûlée"),
         "cpp": g.key(one, "C++"),
         "python": g.key(one, "Python 3.11"),
@@ -132,6 +133,16 @@ def test_chinese_project_and_ship_names_are_named_by_their_head(db_conn: psycopg
     assert [(r[0], r[1]) for r in got] == [(graph["qinglan"], "青岚计划")]
     assert [(r[0], r[1]) for r in named(db_conn, "破浪号停在哪里", one)] == [(graph["ship"], "破浪号")]
     assert named(db_conn, "这个计划在北京吗", one) == [(graph["beijing"], "北京", 6, 7, False)]
+
+
+def test_a_chinese_title_quoted_in_the_question_names_its_topic(db_conn: psycopg.Connection,
+                                                                 graph: dict[str, int]) -> None:
+    """Issue #33: ingestion keys 《候鸟南飞》 as the topic 候鸟南飞; a question quoting it names that key, as a
+    question naming a person does.  Unquoted, the same characters are words of the question, not a name."""
+    one = [graph["one"]]
+    assert named(db_conn, "《候鸟南飞》的作者是谁", one) == [(graph["book"], "候鸟南飞", 1, 4, False)]
+    assert named(db_conn, "候鸟南飞的作者是谁", one) == []
+    assert named(db_conn, "《候鸟》南飞的作者是谁", one) == []  # not the whole title
 
 
 def test_query_terms_segment_chinese_against_the_index(db_conn: psycopg.Connection) -> None:
