@@ -119,7 +119,8 @@ declare
     key_weight float8;
     floors record;
     unknown bigint;
-    srcs bigint[];           -- the sources searched (all when source_ids is NULL): every lookup names them
+    srcs bigint[];           -- the sources searched (all when source_ids is NULL): every lookup names them, and
+                             -- the stages given them do not look the sources up again
     page_keys bigint[];
     page_documents bigint[];
 begin
@@ -235,7 +236,7 @@ begin
 
     t := clock_timestamp();
     select array_agg(a.key_id), array_agg(a.weight), array_agg(a.step) into act_ids, act_w, act_s
-      from sag.activate_keys(query_embedding, s_ids, s_w, source_ids, event_limit => event_limit,
+      from sag.activate_keys(query_embedding, s_ids, s_w, srcs, event_limit => event_limit,
                              threshold => threshold, top_n => key_top_n, max_key_events => max_key_events,
                              chunk_ids => coalesce(qc_ids, '{}'), chunk_similarities => coalesce(qc_sim, '{}'),
                              chunk_text_scores => coalesce(qc_ts, '{}'), text_weight => text_weight,
@@ -246,7 +247,7 @@ begin
 
     t := clock_timestamp();
     select array_agg(e.key_id), array_agg(e.weight), array_agg(e.step) into kf_ids, kf_w, kf_s
-      from sag.expand_keys(query_embedding, act_ids, act_w, act_s, source_ids, max_step => max_step,
+      from sag.expand_keys(query_embedding, act_ids, act_w, act_s, srcs, max_step => max_step,
                            threshold => threshold, top_n => key_top_n, min_new_keys => min_new_keys,
                            max_key_events => max_key_events, event_filter => event_filter,
                            floor_key_ids => named, floor_share => named_key_floor,
@@ -262,7 +263,7 @@ begin
            coalesce(array_agg(r.s order by r.weight_init desc, r.chunk_id), '{}')
       into chunks, c_ids, c_docs, c_w, c_s
       from sag.rank_chunks(query_embedding, tokens, coalesce(kf_ids, '{}'), coalesce(kf_w, '{}'),
-                           coalesce(kf_s, '{}'), source_ids, vector_limit => vector_limit, text_limit => text_limit,
+                           coalesce(kf_s, '{}'), srcs, vector_limit => vector_limit, text_limit => text_limit,
                            key_chunk_limit => key_chunk_limit, text_weight => text_weight,
                            chunk_ids => coalesce(qc_ids, '{}'), chunk_similarities => coalesce(qc_sim, '{}'),
                            chunk_text_scores => coalesce(qc_ts, '{}'), chunk_via_vector => coalesce(qc_vv, '{}'),
