@@ -148,6 +148,8 @@ def start(home: Path, *, cache: Path, source: Path | None = None, workers: int |
                 progress(f"the cluster has {len(cluster.workers)} workers (add one with `sag-pg db cluster "
                          "add-worker`)")
             for node in cluster.nodes:
+                if not _is_running(cluster, node):
+                    _write_memory_settings(cluster, node)
                 _start_node(cluster, node)
             return cluster
         workers = 2 if workers is None else workers
@@ -345,6 +347,22 @@ def _run(cluster: Cluster, program: str, args: list[str]) -> None:
         raise DatabaseError(f"{program} did not finish within {exc.timeout:g} s") from exc
 
 
+_MEMORY_MARK = "# sag-pg server settings for this node's share of the machine"
+
+
+def _write_memory_settings(cluster: Cluster, node: Node) -> None:
+    """The nodes share this machine: each gets the settings sag-pg gives its embedded server (tuning.py) for its
+    share of the memory, so that a one-node and a cluster benchmark on one machine compare like with like
+    (initdb's 128 MB shared_buffers sent a 1 M-event shard's HNSW searches to the OS cache).  Written at the end
+    of postgresql.conf (a block of its own, replaced at every start: a cluster made before it gets it too)."""
+    conf = cluster.pgdata(node) / "postgresql.conf"
+    text = conf.read_text()
+    text = text.split("\n" + _MEMORY_MARK + "\n", 1)[0].rstrip("\n") + "\n"
+    share = tuning.desired_settings(tuning.ram_bytes() // max(len(cluster.nodes), 1))
+    text += "\n" + _MEMORY_MARK + "\n" + "".join(f"{name} = '{value}'\n" for name, value in share.items())
+    conf.write_text(text)
+
+
 def _create_node(cluster: Cluster, node: Node) -> None:
     pgdata = cluster.pgdata(node)
     pgdata.mkdir(mode=0o700)
@@ -360,13 +378,9 @@ def _create_node(cluster: Cluster, node: Node) -> None:
                                  "--auth-local=trust", "--auth-host=scram-sha-256"])
     finally:
         pwfile.unlink()
-    # The nodes share this machine: each gets the settings sag-pg gives its embedded server (tuning.py) for its
-    # share of the memory, so that a one-node and a cluster benchmark on one machine compare like with like
-    # (initdb's 128 MB shared_buffers sent a 1 M-event shard's HNSW searches to the OS cache).
-    share = tuning.desired_settings(tuning.ram_bytes() // max(len(cluster.nodes), 1))
     with (pgdata / "postgresql.conf").open("a") as conf:
         conf.write(_SETTINGS.format(port=node.port))
-        conf.writelines(f"{name} = '{value}'\n" for name, value in share.items())
+    _write_memory_settings(cluster, node)
     (pgdata / "pg_hba.conf").write_text(_HBA)
     _start_node(cluster, node)
     with (_sql_errors(f"creating the database on the {node.name}"),

@@ -103,6 +103,26 @@ def test_the_coordinator_sees_every_worker_active(citus: psycopg.Connection, cit
         assert workers == sorted(("127.0.0.1", n.port) for n in cluster.workers)
 
 
+def test_the_local_nodes_have_sag_pgs_settings_for_their_share_of_memory(citus: psycopg.Connection,
+                                                                         citus_url: str) -> None:
+    """`sag-pg db cluster start` gives each node the settings the embedded server gets, for RAM / nodes (with
+    initdb's 128 MB of shared buffers a 1 M-event shard was searched from the OS cache)."""
+    from sag_pg.db import tuning
+
+    cluster = _cluster_in_home(citus_url)
+    if cluster is None:
+        pytest.skip("not a cluster of `sag-pg db cluster start`: its settings are its operator's")
+    wanted = tuning.desired_settings(tuning.ram_bytes() // len(cluster.nodes))
+    rows = citus.execute(
+        "select result from run_command_on_all_nodes($$select concat_ws(',', "
+        "pg_size_bytes(current_setting('shared_buffers')), pg_size_bytes(current_setting('maintenance_work_mem')), "
+        "pg_size_bytes(current_setting('max_wal_size')))$$)").fetchall()
+    expected = ",".join(str(citus.execute("select pg_size_bytes(%s)", [wanted[name]]).fetchone()[0])  # type: ignore[index]
+                        for name in ("shared_buffers", "maintenance_work_mem", "max_wal_size"))
+    assert rows == [(expected,)] * len(cluster.nodes)
+    assert int(expected.split(",")[0]) > 128 * 2**20  # more than initdb's
+
+
 def test_citus_vector_and_pg_trgm_are_on_every_node(citus: psycopg.Connection) -> None:
     nodes = citus.execute("select count(*) from pg_dist_node where isactive").fetchone()
     results = citus.execute(
