@@ -55,7 +55,9 @@ def _wait_for_documents(dsn: str, n: int, proc: subprocess.Popen[str], timeout: 
                 if conn.execute("select count(*) from sag.documents").fetchone()[0] >= n:  # type: ignore[index]
                     return
             time.sleep(0.05)
-    raise AssertionError(f"the ingest stored fewer than {n} documents in {timeout} s (exit {proc.poll()})")
+    stderr = proc.stderr.read() if proc.poll() is not None and proc.stderr is not None else ""
+    raise AssertionError(f"the ingest stored fewer than {n} documents in {timeout} s (exit {proc.poll()}): "
+                         f"{stderr[-2000:]}")
 
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc (Linux)")
