@@ -219,6 +219,9 @@ def test_a_cooccurrence_rebuild_runs_on_the_workers_and_rebuilds_what_one_node_r
     with psycopg.connect(clusters[0]) as conn:
         assert conn.execute("select count(*) from sag.relations where origin = 'cooccurrence'"
                             ).fetchone() == (rebuilt,) and rebuilt > 0
+        # psql's all-sources form, a loop on the coordinator: the same relations
+        assert conn.execute("select sag.rebuild_cooccurrence()").fetchone() == (rebuilt,)
+    assert _content(clusters[0])["relations"] == before
     # One node (other tests of this module write to the cluster only): its rebuild changes nothing either.
     single = _content(one_node[0])["relations"]
     one_node[1].graph.rebuild_cooccurrence()
