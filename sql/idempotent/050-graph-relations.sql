@@ -8,45 +8,19 @@ return (evidence::float8 / (evidence + 1))::real;
 comment on function sag_internal._cooccurrence_weight(integer) is
     'Weight of a co-occurrence relation seen in n events: n / (n + 1) (1 -> 0.5, 2 -> 0.667, 3 -> 0.75), in [0, 1).';
 
--- The related_to relations of co-occurrence that new event-key links (parallel arrays) add: each pair of
--- entity keys (every type but action and time) linked to one event, at least one of the two links new (so a
--- link added later to an event counts its pairs once), stored once with the lower key id as head (the
--- relation has no direction; sag.get_related follows it both ways).  Incremental: an existing relation gains
--- the event as evidence.
--- Called by the trigger on sag.event_keys (every stored document) and by sag.rebuild_cooccurrence.
-drop function if exists sag_internal._cooccur_links(bigint[], bigint[]);  -- before the source argument
-create or replace function sag_internal._cooccur_links(p_source_id bigint, event_ids bigint[], key_ids bigint[])
+-- The co-occurrence pairs (parallel arrays: head key < tail key, the event they share) stored: a relation per
+-- pair of keys, new or strengthened (a related_to stated by a call or an LLM stays as stated), and each event
+-- as its evidence.  Shared by the incremental path (sag_internal._cooccur_links) and the rebuild.
+create or replace function sag_internal._add_cooccurrence(p_source_id bigint, heads bigint[], tails bigint[],
+                                                          evidence bigint[])
 returns integer
 language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
-    heads bigint[];
-    tails bigint[];
-    evidence bigint[];
     n integer;
 begin
-    -- The pairs first, then two statements: the relations, then their evidence found through the relations'
-    -- unique index.  (One statement joining what it inserted with the pairs ran as a nested loop over two CTEs
-    -- of estimated one row each: quadratic, 3.4 s for the 640 events of 64 KB of dense prose; issue #36.)
-    with fresh as (
-        select distinct f.event_id, f.key_id from unnest(event_ids, key_ids) f(event_id, key_id)
-    ), entity_links as materialized (
-        -- Actions and times are what an event says about its entities, not entities: pairing them with
-        -- everything nearly doubled the pairs of a Chinese event (rgb-zh: 7.9 keys and 34.1 pairs an event;
-        -- 5.7 and 19.6 without them), which made the relations half of an rgb-zh database and half of its
-        -- ingest time.
-        select ek.source_id, ek.event_id, ek.key_id
-          from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
-         where ek.source_id = p_source_id and ek.event_id in (select f.event_id from fresh f)
-           and k.type not in ('action', 'time')
-    )
-    select array_agg(a.key_id), array_agg(b.key_id), array_agg(a.event_id) into heads, tails, evidence
-      from entity_links a
-      join entity_links b on b.source_id = a.source_id and b.event_id = a.event_id and b.key_id > a.key_id
-     where (a.event_id, a.key_id) in (select f.event_id, f.key_id from fresh f)
-        or (b.event_id, b.key_id) in (select f.event_id, f.key_id from fresh f);
-    if heads is null then
+    if cardinality(heads) is not distinct from 0 or heads is null then
         return 0;
     end if;
     with counted as (
@@ -74,6 +48,53 @@ begin
     return n;
 end;
 $$;
+comment on function sag_internal._add_cooccurrence(bigint, bigint[], bigint[], bigint[]) is
+    'Stores co-occurrence pairs (head < tail, shared event) as related_to relations with their evidence; '
+    'returns how many relations were created or strengthened.';
+
+-- The related_to relations of co-occurrence that new event-key links (parallel arrays) add: each pair of
+-- entity keys (every type but action and time) linked to one event, at least one of the two links new (so a
+-- link added later to an event counts its pairs once), stored once with the lower key id as head (the
+-- relation has no direction; sag.get_related follows it both ways).  Incremental: an existing relation gains
+-- the event as evidence.
+-- Called by the trigger on sag.event_keys (every stored document) and by sag.rebuild_cooccurrence.
+drop function if exists sag_internal._cooccur_links(bigint[], bigint[]);  -- before the source argument
+create or replace function sag_internal._cooccur_links(p_source_id bigint, event_ids bigint[], key_ids bigint[])
+returns integer
+language plpgsql
+set search_path = pg_catalog, sag, pg_temp
+as $$
+declare
+    heads bigint[];
+    tails bigint[];
+    evidence bigint[];
+begin
+    -- The pairs first, then two statements: the relations, then their evidence found through the relations'
+    -- unique index.  (One statement joining what it inserted with the pairs ran as a nested loop over two CTEs
+    -- of estimated one row each: quadratic, 3.4 s for the 640 events of 64 KB of dense prose; issue #36.)
+    with fresh as (
+        select distinct f.event_id, f.key_id from unnest(event_ids, key_ids) f(event_id, key_id)
+    ), entity_links as materialized (
+        -- Actions and times are what an event says about its entities, not entities: pairing them with
+        -- everything nearly doubled the pairs of a Chinese event (rgb-zh: 7.9 keys and 34.1 pairs an event;
+        -- 5.7 and 19.6 without them), which made the relations half of an rgb-zh database and half of its
+        -- ingest time.
+        select ek.source_id, ek.event_id, ek.key_id
+          from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
+         where ek.source_id = p_source_id and ek.event_id in (select f.event_id from fresh f)
+           and k.type not in ('action', 'time')
+    )
+    select array_agg(a.key_id), array_agg(b.key_id), array_agg(a.event_id) into heads, tails, evidence
+      from entity_links a
+      join entity_links b on b.source_id = a.source_id and b.event_id = a.event_id and b.key_id > a.key_id
+     where (a.event_id, a.key_id) in (select f.event_id, f.key_id from fresh f)
+        or (b.event_id, b.key_id) in (select f.event_id, f.key_id from fresh f);
+    if heads is null then
+        return 0;
+    end if;
+    return sag_internal._add_cooccurrence(p_source_id, heads, tails, evidence);
+end;
+$$;
 comment on function sag_internal._cooccur_links(bigint, bigint[], bigint[]) is
     'Adds the co-occurrence (related_to) relations that new event-key links create between entity keys (every '
     'key type but action and time), or their evidence; returns how many relations were created or strengthened.';
@@ -88,13 +109,25 @@ language plpgsql
 set search_path = pg_catalog, sag, pg_temp
 as $$
 declare
-    event_ids bigint[];
-    key_ids bigint[];
+    heads bigint[];
+    tails bigint[];
+    evidence bigint[];
 begin
     delete from sag.relations r where r.source_id = p_source_id and r.origin = 'cooccurrence';
-    select array_agg(ek.event_id), array_agg(ek.key_id) into event_ids, key_ids
-      from sag.event_keys ek where ek.source_id = p_source_id;
-    return coalesce(sag_internal._cooccur_links(p_source_id, event_ids, key_ids), 0);
+    -- Every link of the source is new here: the pairs of each event's entity keys, without the incremental
+    -- path's "at least one link new" test (an OR of two IN lists holding every link of the source: with the
+    -- 840 k links of a 1 M-event corpus' source, one source's rebuild ran 18 minutes before it was stopped,
+    -- against 2-3 for the others; the lists no longer fit work_mem to be hashed).
+    with entity_links as materialized (
+        select ek.event_id, ek.key_id
+          from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
+         where ek.source_id = p_source_id and k.source_id = p_source_id
+           and k.type not in ('action', 'time')
+    )
+    select array_agg(a.key_id), array_agg(b.key_id), array_agg(a.event_id) into heads, tails, evidence
+      from entity_links a
+      join entity_links b on b.event_id = a.event_id and b.key_id > a.key_id;
+    return sag_internal._add_cooccurrence(p_source_id, heads, tails, evidence);
 end;
 $$;
 comment on function sag.rebuild_source_cooccurrence(bigint) is
