@@ -157,11 +157,23 @@ def distribute(conn: psycopg.Connection) -> Distribution:
                     sql.SQL(table), sql.Identifier(name), sql.SQL(definition)))
         # Statements in sag's functions name their source through a parameter: Citus routes them to one shard
         # when the parameter's value is in the plan (a custom plan), not in a generic plan it cannot prune.
-        # ALTER DATABASE ... SET reaches the workers (Citus propagates it), a session SET would not.
-        current = conn.execute("select pg_catalog.current_setting('plan_cache_mode')").fetchone()
-        if current is None or current[0] != "force_custom_plan":
-            conn.execute(sql.SQL("alter database {} set plan_cache_mode = force_custom_plan").format(
-                sql.Identifier(conn.info.dbname)))
+        # On the coordinator only (not propagated): on a worker a forced custom plan also re-plans every
+        # foreign-key check of a write against the shard's statistics, which know nothing of a source newly
+        # given rows there, and the check of a relation (source_id = $1 and id = $2) then walked the
+        # (source_id, tail_key_id) index over all of that source's rows: a co-occurrence rebuild of one source
+        # sharing its shard ran quadratic (18 minutes and counting, against 2 for the others).  The workers
+        # keep PostgreSQL's default, where a check's plan is generic after five (the id index).
+        dbname = sql.Identifier(conn.info.dbname)
+        conn.execute("set local citus.enable_ddl_propagation to off")
+        conn.execute(sql.SQL("alter database {} set plan_cache_mode = force_custom_plan").format(dbname))
+        conn.execute("set local citus.enable_ddl_propagation to on")
+        failed = conn.execute(
+            "select nodename, nodeport, result from pg_catalog.run_command_on_workers(%s) where not success",
+            [sql.SQL("set citus.enable_ddl_propagation to off; alter database {} reset plan_cache_mode")
+             .format(dbname).as_string(conn)]).fetchall()
+        if failed:
+            raise DatabaseError("could not reset plan_cache_mode on the workers: "
+                                + "; ".join(f"{host}:{port}: {result}" for host, port, result in failed))
         for (function,) in conn.execute(_GENERIC_PLANS).fetchall():
             conn.execute(sql.SQL("alter function {} set plan_cache_mode = force_custom_plan").format(
                 sql.SQL(function)))

@@ -128,6 +128,18 @@ def test_upgrade_distributes_every_per_source_table_by_source(clusters: tuple[st
     assert set(tables) == expected_hash | {"sag.sources", "sag.settings"} | on_coordinator
 
 
+def test_custom_plans_are_forced_on_the_coordinator_only(clusters: tuple[str, SAG]) -> None:
+    """The coordinator routes sag's statements by their source only with custom plans; on the workers a forced
+    custom plan re-planned every foreign-key check against shard statistics that did not know a new source
+    (a co-occurrence rebuild of such a source ran quadratic)."""
+    url, _ = clusters
+    with psycopg.connect(url) as conn:
+        assert conn.execute("select current_setting('plan_cache_mode')").fetchone() == ("force_custom_plan",)
+        on_workers = conn.execute("select array_agg(result order by nodeport) from run_command_on_workers("
+                                  "$$select current_setting('plan_cache_mode')$$)").fetchone()
+    assert on_workers is not None and on_workers[0] and set(on_workers[0]) == {"auto"}, on_workers
+
+
 def test_a_second_upgrade_changes_nothing(clusters: tuple[str, SAG]) -> None:
     url, _ = clusters
     before = _content(url)
