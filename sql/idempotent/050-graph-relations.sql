@@ -115,9 +115,8 @@ declare
 begin
     delete from sag.relations r where r.source_id = p_source_id and r.origin = 'cooccurrence';
     -- Every link of the source is new here: the pairs of each event's entity keys, without the incremental
-    -- path's "at least one link new" test (an OR of two IN lists holding every link of the source: with the
-    -- 840 k links of a 1 M-event corpus' source, one source's rebuild ran 18 minutes before it was stopped,
-    -- against 2-3 for the others; the lists no longer fit work_mem to be hashed).
+    -- path's "at least one link new" test (an OR of two IN lists that would hold every link of the source:
+    -- 840 k a source of the 1 M-event benchmark, beyond work_mem for hashing, for a test that is always true).
     with entity_links as materialized (
         select ek.event_id, ek.key_id
           from sag.event_keys ek join sag.keys k on k.source_id = ek.source_id and k.id = ek.key_id
