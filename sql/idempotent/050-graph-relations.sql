@@ -20,7 +20,7 @@ as $$
 declare
     n integer;
 begin
-    if cardinality(heads) is not distinct from 0 or heads is null then
+    if coalesce(cardinality(heads), 0) = 0 then
         return 0;
     end if;
     with counted as (
@@ -89,9 +89,6 @@ begin
       join entity_links b on b.source_id = a.source_id and b.event_id = a.event_id and b.key_id > a.key_id
      where (a.event_id, a.key_id) in (select f.event_id, f.key_id from fresh f)
         or (b.event_id, b.key_id) in (select f.event_id, f.key_id from fresh f);
-    if heads is null then
-        return 0;
-    end if;
     return sag_internal._add_cooccurrence(p_source_id, heads, tails, evidence);
 end;
 $$;
