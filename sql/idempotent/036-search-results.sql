@@ -11,6 +11,8 @@
 
 drop function if exists sag.search(text, integer, text);
 drop function if exists sag.search(text, integer, text, @extschema:vector@.vector);  -- gained profile
+-- top_n bigint: psql reads 99999999999 as a bigint, and an integer top_n then matched no sag.search at all.
+drop function if exists sag.search(text, integer, text, @extschema:vector@.vector, text);
 drop function if exists sag.spread_documents(bigint[], float8[]);
 drop function if exists sag.spread_documents(bigint[], float8[], bigint[], integer);  -- gained document_ids
 
@@ -268,7 +270,7 @@ $$;
 
 create or replace function sag.search(
     query text,
-    top_n integer default 10,
+    top_n bigint default 10,
     source text default 'default',
     query_embedding @extschema:vector@.vector default null,
     profile text default 'default')
@@ -288,8 +290,9 @@ declare
     hint constant text := 'Pass query_embedding => a vector from your embedder, or search from Python (sag-pg search).';
 begin
     perform sag_internal._check_question(query, 'sag.search');  -- refused before it is embedded
-    if (top_n >= 1) is not true then
-        raise exception using errcode = '22023', message = format('sag.search: top_n must be >= 1, got %s', top_n);
+    if (top_n between 1 and 10000) is not true then  -- sag_pg.limits.MAX_TOP_N, as for the Python client
+        raise exception using errcode = '22023',
+            message = format('sag.search: top_n must be from 1 to 10000, got %s', coalesce(top_n::text, 'NULL'));
     end if;
     given := query_embedding is not null;
     query_embedding := sag_internal._psql_query_embedding(query, query_embedding, 'sag.search', hint);
@@ -353,7 +356,7 @@ begin
 
 end;
 $$;
-comment on function sag.search(text, integer, text, @extschema:vector@.vector, text) is
+comment on function sag.search(text, bigint, text, @extschema:vector@.vector, text) is
     'SAG search from psql: sag.retrieve, then the top_n chunks by weight_init spread over documents '
     '(sag.spread_documents: the n-th chunk of a document counts 1/n; score = that; the question''s direct matches '
     'kept among the first three places), in the order of sag.cover_question (what each chunk adds to the places '

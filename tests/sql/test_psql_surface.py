@@ -49,6 +49,12 @@ def test_an_unknown_source_id_is_an_error_not_an_empty_answer(db_conn: psycopg.C
 def test_a_bad_argument_names_the_function_called_and_no_internal_one(db_conn: psycopg.Connection) -> None:
     with pytest.raises(psycopg.errors.InvalidParameterValue) as err:
         db_conn.execute("select * from sag.search('x', top_n => 0)")
-    assert str(err.value).startswith("sag.search: top_n must be >= 1, got 0")
+    assert str(err.value).startswith("sag.search: top_n must be from 1 to 10000, got 0")
     context = err.value.diag.context or ""
     assert "search(" in context and "_" not in context.split("function ")[1].split("(")[0]
+    db_conn.rollback()
+    # psql reads a number beyond integer as a bigint: the same clear refusal, not "function does not exist".
+    for big in ("99999999999", "10001"):
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match=f"top_n must be from 1 to 10000, got {big}"):
+            db_conn.execute(f"select * from sag.search('x', top_n => {big})")
+        db_conn.rollback()
