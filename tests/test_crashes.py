@@ -246,4 +246,4 @@ def test_ctrl_c_during_a_bulk_ingest_says_why_it_waits_and_keeps_the_indexes(db_
     assert "sag-pg: stopping: rebuilding the vector indexes first" in err
     assert "Traceback" not in err
     with psycopg.connect(db_dsn) as conn:
-        assert conn.execute("select sag.missing_vector_indexes()").fetchone() == (0,)
+        assert conn.execute("select sag.missing_vector_indexes()").fetchone() == (0,), err

@@ -73,3 +73,22 @@ def test_a_search_commits_statement_by_statement_and_cannot_write(sag) -> None: 
         assert not conn.autocommit
         assert conn.execute("select count(*) from sag.sources where name = 'written by a search'").fetchone() == (0,)
     sag.close()
+
+
+@pytest.mark.parametrize("in_transaction", [False, True])
+def test_settle_brings_back_a_connection_left_in_the_middle_of_a_command(db_dsn: str, in_transaction: bool) -> None:
+    """What a Ctrl-C between psycopg's steps leaves: a command sent and never read ("another command is already
+    in progress" for every later one).  settle() cancels it, reads its results, rolls back; the session (and
+    a lock it holds) goes on."""
+    from sag_pg.db.connection import settle
+
+    with psycopg.connect(db_dsn, autocommit=not in_transaction) as conn:
+        conn.execute("select pg_advisory_lock(4242)")
+        conn.pgconn.send_query(b"select pg_sleep(30)")
+        assert conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.ACTIVE
+        with pytest.raises(psycopg.OperationalError, match="another command is already in progress"):
+            conn.execute("select 1")
+        assert settle(conn) is True
+        assert conn.execute("select 1").fetchone() == (1,)
+        if not in_transaction:  # a session lock outlives the cancelled command
+            assert conn.execute("select pg_advisory_unlock(4242)").fetchone() == (True,)

@@ -118,6 +118,33 @@ def timeouts_as_errors() -> Iterator[None]:
                             f"{str(exc).strip()}") from exc
 
 
+def settle(conn: psycopg.Connection) -> bool:
+    """Bring back a connection that a Ctrl-C left in the middle of a command.
+
+    psycopg cancels the statement a KeyboardInterrupt stops, but an interrupt landing between its steps can
+    leave the command running, and every later one fails with "another command is already in progress" (a
+    bulk ingest stopped so could not rebuild the vector indexes it had dropped, though its session still held
+    the lock to do it).  Cancels the command, reads its results and rolls back; True when the connection is idle
+    again.
+    """
+    pgconn = conn.pgconn
+    if conn.closed or conn.broken:
+        return False
+    if pgconn.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
+        try:
+            conn.cancel_safe(timeout=10.0)
+            while pgconn.get_result() is not None:  # (blocks until the server has answered)
+                pass
+        except (psycopg.Error, OSError):
+            return False
+    if pgconn.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            return False
+    return pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
 class Database:
     """A sag-pg database: a DSN whose schema has been checked, and connections to it."""
 

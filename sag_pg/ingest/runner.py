@@ -22,7 +22,7 @@ import psycopg
 
 from ..db import aliases
 from ..db import ingest as store
-from ..db.connection import LOCK_TIMEOUT_S, Database, timeouts_as_errors
+from ..db.connection import LOCK_TIMEOUT_S, Database, settle, timeouts_as_errors
 from ..errors import DatabaseError, SagError
 from ..llm.base import LLM
 from ..types import DEFAULT_KEY_TYPES
@@ -156,6 +156,8 @@ class Ingestor:
                 notify("note", "stopping: rebuilding the vector indexes first (Ctrl-C again leaves them to the next "
                                "ingest, which rebuilds them)")
             # After a lost connection there is nothing to flush with (and the error says so already).
+            if not finished:
+                settle(conn)
             if not conn.broken:
                 try:
                     store.flush_term_stats(conn)
