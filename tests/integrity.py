@@ -16,9 +16,19 @@ CHECKS = {
     # An entity added by a call (sag.add_entity) is pinned: it may have no event.
     "key with no event": "select count(*) from sag.keys k "
     "where not k.pinned and not exists (select 1 from sag.event_keys ek where ek.key_id = k.id)",
+    # A co-occurrence relation's evidence: the events linked to both of its keys (not stored; migration 0021).
     "co-occurrence relation whose evidence is not its events": "select count(*) from sag.relations r "
-    "where r.origin = 'cooccurrence' and (r.evidence_count <> (select count(*) from sag.relation_events re "
-    "where re.relation_id = r.id) or r.evidence_count < 1)",
+    "where r.origin = 'cooccurrence' and (r.evidence_count <> (select count(*) from sag.event_keys a "
+    "join sag.event_keys b on b.source_id = a.source_id and b.event_id = a.event_id and b.key_id = r.tail_key_id "
+    "where a.source_id = r.source_id and a.key_id = r.head_key_id) or r.evidence_count < 1 "
+    "or exists (select 1 from sag.relation_events re where re.source_id = r.source_id and re.relation_id = r.id))",
+    "entity keys sharing an event with no relation": "select count(*) from sag.event_keys a "
+    "join sag.event_keys b on b.source_id = a.source_id and b.event_id = a.event_id and b.key_id > a.key_id "
+    "join sag.keys h on h.source_id = a.source_id and h.id = a.key_id "
+    "join sag.keys t on t.source_id = b.source_id and t.id = b.key_id "
+    "where h.type not in ('action', 'time') and t.type not in ('action', 'time') and not exists ("
+    "select 1 from sag.relations r where r.source_id = a.source_id and r.head_key_id = a.key_id "
+    "and r.relation_type = 'related_to' and r.tail_key_id = b.key_id)",
     "relation between keys of another source": "select count(*) from sag.relations r "
     "join sag.keys h on h.id = r.head_key_id join sag.keys t on t.id = r.tail_key_id "
     "where h.source_id <> r.source_id or t.source_id <> r.source_id",

@@ -85,9 +85,8 @@ SNAPSHOT = {
                   "join sag.keys k on k.source_id = ck.source_id and k.id = ck.key_id "
                   "where ck.source_id = %(s)s order by 1, 2, 3",
     # (A co-occurrence relation's head is the key with the lower id: ids depend on the order keys were made.)
-    "relations": "select least(h.normalized, t.normalized), greatest(h.normalized, t.normalized), r.relation_type, r.evidence_count, r.weight, "
-                 "(select count(*) from sag.relation_events re where re.source_id = r.source_id "
-                 "and re.relation_id = r.id) from sag.relations r "
+    "relations": "select least(h.normalized, t.normalized), greatest(h.normalized, t.normalized), r.relation_type, "
+                 "r.evidence_count, r.weight from sag.relations r "
                  "join sag.keys h on h.source_id = r.source_id and h.id = r.head_key_id "
                  "join sag.keys t on t.source_id = r.source_id and t.id = r.tail_key_id "
                  "where r.source_id = %(s)s order by 1, 2",

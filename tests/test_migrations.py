@@ -219,6 +219,13 @@ _COUNTED = ("sources", "documents", "chunks", "events", "keys", "event_keys", "c
             "cluster_runs", "clusters", "cluster_events", "community_reports")
 
 
+_STATED_EVIDENCE = 2  # the fill's relation_events rows of LLM relations (one a source); the others are co-occurrence
+_DERIVED_EVIDENCE = ("select r.id, a.event_id from sag.relations r "
+                     "join sag.event_keys a on a.source_id = r.source_id and a.key_id = r.head_key_id "
+                     "join sag.event_keys b on b.source_id = r.source_id and b.event_id = a.event_id "
+                     "and b.key_id = r.tail_key_id where r.origin = 'cooccurrence'")
+
+
 def _fill_0014(conn: psycopg.Connection) -> dict[str, dict[int, int]]:
     """Two sources with documents, chunks, events, keys and their links, relations with their evidence, tags,
     recall statistics, KG names and a clustering run with a community report, written with plain INSERTs in
@@ -346,9 +353,11 @@ def test_0015_moves_a_0014_database_to_source_keys_with_nothing_lost(empty_db_ds
     with psycopg.connect(empty_db_dsn) as conn:
         assert migrate.schema_status(conn).state is migrate.SchemaState.CURRENT
 
-        assert _counts(conn) == before_counts
-        # Every link row is there, with the source of the row it points at (as the fill wrote it).
+        # Every row is there, with the source of the row it points at (as the fill wrote it) ...
+        assert _counts(conn) == {**before_counts, "relation_events": _STATED_EVIDENCE}
         after = {t: conn.execute(q).fetchall() for t, q in _LINKS_0014.items()}
+        # ... but co-occurrence evidence, derived from the links since 0021 (the events linked to both keys).
+        after["relation_events"] = sorted(after["relation_events"] + conn.execute(_DERIVED_EVIDENCE).fetchall())
         assert after == before
         checks = {
             "event_keys": ("select source_id, event_id from sag.event_keys", "event"),
@@ -418,5 +427,7 @@ def test_0015_downgrade_and_upgrade_again(empty_db_dsn: str, db_dsn: str) -> Non
                             "where conname = 'events_pkey'").fetchone() == ("PRIMARY KEY (id)",)
     migrate.upgrade(empty_db_dsn)
     with psycopg.connect(empty_db_dsn) as conn, psycopg.connect(db_dsn) as fresh:
-        assert {t: conn.execute(q).fetchall() for t, q in _LINKS_0014.items()} == before
+        after = {t: conn.execute(q).fetchall() for t, q in _LINKS_0014.items()}
+        after["relation_events"] = sorted(after["relation_events"] + conn.execute(_DERIVED_EVIDENCE).fetchall())
+        assert after == before
         assert snapshot(conn) == snapshot(fresh)

@@ -33,15 +33,15 @@ def _relation_figures(dsn: str) -> dict[str, Any]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute(
             "select count(*), coalesce(sum(evidence_count), 0), count(*) filter (where evidence_count >= 2), "
-            "(select count(*) from sag.keys), (select count(*) from sag.events), "
-            "(select count(*) from sag.relation_events) from sag.relations where origin = 'cooccurrence'").fetchone()
+            "(select count(*) from sag.keys), (select count(*) from sag.events) "
+            "from sag.relations where origin = 'cooccurrence'").fetchone()
         assert row is not None
         top = conn.execute(
             "select h.name, t.name, r.evidence_count, r.weight from sag.relations r "
             "join sag.keys h on h.id = r.head_key_id join sag.keys t on t.id = r.tail_key_id "
             "order by r.evidence_count desc, r.id limit 5").fetchall()
     return {"relations": int(row[0]), "evidence": int(row[1]), "relations_with_2plus_events": int(row[2]),
-            "keys": int(row[3]), "events": int(row[4]), "relation_events": int(row[5]),
+            "keys": int(row[3]), "events": int(row[4]),
             "strongest": [{"head": h, "tail": t, "events": int(n), "weight": round(float(w), 3)} for h, t, n, w in top]}
 
 

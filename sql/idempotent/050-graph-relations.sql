@@ -8,11 +8,17 @@ return (evidence::float8 / (evidence + 1))::real;
 comment on function sag_internal._cooccurrence_weight(integer) is
     'Weight of a co-occurrence relation seen in n events: n / (n + 1) (1 -> 0.5, 2 -> 0.667, 3 -> 0.75), in [0, 1).';
 
--- The co-occurrence pairs (parallel arrays: head key < tail key, the event they share) stored: a relation per
--- pair of keys, new or strengthened (a related_to stated by a call or an LLM stays as stated), and each event
--- as its evidence.  Shared by the incremental path (sag_internal._cooccur_links) and the rebuild.
-create or replace function sag_internal._add_cooccurrence(p_source_id bigint, heads bigint[], tails bigint[],
-                                                          evidence bigint[])
+-- The co-occurrence pairs (parallel arrays: head key < tail key, one element an event they share) stored: a
+-- relation per pair of keys, new or strengthened (a related_to stated by a call or an LLM stays as stated).
+-- Shared by the incremental path (sag_internal._cooccur_links) and the rebuild.
+--
+-- A co-occurrence relation's evidence is not stored: its events are those linked (sag.event_keys) to both of
+-- its keys, and evidence_count counts them.  An evidence row a pair (with a foreign-key check to the relation
+-- and one to the event) was half the time of co-occurrence and a third of a Chinese document's storing, for
+-- rows that only a document's deletion read (issue #36 item 11); that deletion now finds the same pairs in the
+-- links it is about to delete (sag_internal._before_document_delete).  LLM relations keep their evidence rows.
+drop function if exists sag_internal._add_cooccurrence(bigint, bigint[], bigint[], bigint[]);  -- before 0021
+create or replace function sag_internal._add_cooccurrence(p_source_id bigint, heads bigint[], tails bigint[])
 returns integer
 language plpgsql
 set search_path = pg_catalog, sag, pg_temp
@@ -38,26 +44,18 @@ begin
         returning 1
     )
     select count(*)::int into n from stored;
-    insert into sag.relation_events (source_id, relation_id, event_id)
-    select p_source_id, r.id, p.event_id
-      from unnest(heads, tails, evidence) p(head, tail, event_id)
-      join sag.relations r on r.source_id = p_source_id and r.head_key_id = p.head and r.relation_type = 'related_to'
-                          and r.tail_key_id = p.tail
-     where r.origin = 'cooccurrence'
-    on conflict do nothing;
     return n;
 end;
 $$;
-comment on function sag_internal._add_cooccurrence(bigint, bigint[], bigint[], bigint[]) is
-    'Stores co-occurrence pairs (head < tail, shared event) as related_to relations with their evidence; '
-    'returns how many relations were created or strengthened.';
+comment on function sag_internal._add_cooccurrence(bigint, bigint[], bigint[]) is
+    'Stores co-occurrence pairs (head < tail, one element an event they share) as related_to relations, their '
+    'evidence_count the events; returns how many relations were created or strengthened.';
 
 -- The related_to relations of co-occurrence that new event-key links (parallel arrays) add: each pair of
 -- entity keys (every type but action and time) linked to one event, at least one of the two links new (so a
 -- link added later to an event counts its pairs once), stored once with the lower key id as head (the
--- relation has no direction; sag.get_related follows it both ways).  Incremental: an existing relation gains
--- the event as evidence.
--- Called by the trigger on sag.event_keys (every stored document) and by sag.rebuild_cooccurrence.
+-- relation has no direction; sag.get_related follows it both ways).  Incremental: an existing relation counts
+-- the event in its evidence_count.  Called by the ingest as it stores a document's links (020-ingest.sql).
 drop function if exists sag_internal._cooccur_links(bigint[], bigint[]);  -- before the source argument
 create or replace function sag_internal._cooccur_links(p_source_id bigint, event_ids bigint[], key_ids bigint[])
 returns integer
@@ -67,11 +65,10 @@ as $$
 declare
     heads bigint[];
     tails bigint[];
-    evidence bigint[];
 begin
-    -- The pairs first, then two statements: the relations, then their evidence found through the relations'
-    -- unique index.  (One statement joining what it inserted with the pairs ran as a nested loop over two CTEs
-    -- of estimated one row each: quadratic, 3.4 s for the 640 events of 64 KB of dense prose; issue #36.)
+    -- The pairs first, then the relations in a statement of their own.  (One statement joining what it inserted
+    -- with the pairs ran as a nested loop over two CTEs of estimated one row each: quadratic, 3.4 s for the 640
+    -- events of 64 KB of dense prose; issue #36.)
     with fresh as (
         select distinct f.event_id, f.key_id from unnest(event_ids, key_ids) f(event_id, key_id)
     ), entity_links as materialized (
@@ -84,17 +81,18 @@ begin
          where ek.source_id = p_source_id and ek.event_id in (select f.event_id from fresh f)
            and k.type not in ('action', 'time')
     )
-    select array_agg(a.key_id), array_agg(b.key_id), array_agg(a.event_id) into heads, tails, evidence
+    select array_agg(a.key_id), array_agg(b.key_id) into heads, tails
       from entity_links a
       join entity_links b on b.source_id = a.source_id and b.event_id = a.event_id and b.key_id > a.key_id
      where (a.event_id, a.key_id) in (select f.event_id, f.key_id from fresh f)
         or (b.event_id, b.key_id) in (select f.event_id, f.key_id from fresh f);
-    return sag_internal._add_cooccurrence(p_source_id, heads, tails, evidence);
+    return sag_internal._add_cooccurrence(p_source_id, heads, tails);
 end;
 $$;
 comment on function sag_internal._cooccur_links(bigint, bigint[], bigint[]) is
     'Adds the co-occurrence (related_to) relations that new event-key links create between entity keys (every '
-    'key type but action and time), or their evidence; returns how many relations were created or strengthened.';
+    'key type but action and time), or count the events in existing ones; returns how many relations were '
+    'created or strengthened.';
 
 -- One source's co-occurrence relations from its links.  A scalar source argument: on Citus `db upgrade`
 -- distributes it, so a top-level `select sag.rebuild_source_cooccurrence(s)` runs whole on the worker holding
@@ -108,7 +106,6 @@ as $$
 declare
     heads bigint[];
     tails bigint[];
-    evidence bigint[];
 begin
     delete from sag.relations r where r.source_id = p_source_id and r.origin = 'cooccurrence';
     -- Every link of the source is new here: the pairs of each event's entity keys, without the incremental
@@ -120,10 +117,10 @@ begin
          where ek.source_id = p_source_id and k.source_id = p_source_id
            and k.type not in ('action', 'time')
     )
-    select array_agg(a.key_id), array_agg(b.key_id), array_agg(a.event_id) into heads, tails, evidence
+    select array_agg(a.key_id), array_agg(b.key_id) into heads, tails
       from entity_links a
       join entity_links b on b.event_id = a.event_id and b.key_id > a.key_id;
-    return sag_internal._add_cooccurrence(p_source_id, heads, tails, evidence);
+    return sag_internal._add_cooccurrence(p_source_id, heads, tails);
 end;
 $$;
 comment on function sag.rebuild_source_cooccurrence(bigint) is
@@ -232,6 +229,7 @@ declare
     head_source bigint := (select k.source_id from sag.keys k where k.id = head_key_id);
     tail_source bigint := (select k.source_id from sag.keys k where k.id = tail_key_id);
     rel bigint;
+    was_cooccurrence boolean;
 begin
     if head_source is null or tail_source is null then
         raise exception using errcode = 'P0002',
@@ -252,6 +250,9 @@ begin
         raise exception using errcode = '22023',
                               message = format('sag.add_relation: weight must be in [0, 1], got %s', weight);
     end if;
+    select r.origin = 'cooccurrence' into was_cooccurrence from sag.relations r
+     where r.source_id = head_source and r.head_key_id = add_relation.head_key_id and r.relation_type = kind
+       and r.tail_key_id = add_relation.tail_key_id;
     insert into sag.relations as r (source_id, head_key_id, relation_type, tail_key_id, weight, origin, event_id)
     values (head_source, head_key_id, kind, tail_key_id, weight, origin, event_id)
     on conflict (source_id, head_key_id, relation_type, tail_key_id) do update
@@ -260,6 +261,17 @@ begin
            evidence_count = r.evidence_count + case when excluded.event_id is null then 0 else 1 end,
            event_id = coalesce(r.event_id, excluded.event_id)
     returning r.id into rel;
+    if was_cooccurrence then
+        -- Stated now: its co-occurrence evidence (the events linked to both keys, not stored while it was a
+        -- co-occurrence) becomes evidence rows, which a document's deletion counts off as before.
+        insert into sag.relation_events (source_id, relation_id, event_id)
+        select head_source, rel, a.event_id
+          from sag.event_keys a
+          join sag.event_keys b on b.source_id = a.source_id and b.event_id = a.event_id
+         where a.source_id = head_source and a.key_id = add_relation.head_key_id
+           and b.source_id = head_source and b.key_id = add_relation.tail_key_id
+        on conflict do nothing;
+    end if;
     if event_id is not null then
         insert into sag.relation_events (source_id, relation_id, event_id) values (head_source, rel, event_id)
         on conflict do nothing;

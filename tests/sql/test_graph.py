@@ -122,7 +122,30 @@ def test_cooccurrence_relations_follow_documents(db_conn: psycopg.Connection) ->
     assert relations() == [("X", "Y", 1, 0.5), ("X", "Z", 1, 0.5), ("Y", "Z", 1, 0.5)]
     db_conn.execute("select sag.delete_document((select source_id from sag.documents where id = %s), %s)", [d1, d1])
     assert relations() == []
-    assert db_conn.execute("select count(*) from sag.relation_events").fetchone() == (0,)
+
+
+def test_a_cooccurrence_stated_later_keeps_its_evidence(db_conn: psycopg.Connection) -> None:
+    # A co-occurrence relation's evidence is derived from the links, not stored; stated by an LLM later, it is
+    # an LLM relation whose evidence is rows: its two events, counted off as their documents go.
+    g = GraphBuilder(db_conn)
+    src = g.source("s")
+    x, y = g.key(src, "X"), g.key(src, "Y")
+    d1, d2 = g.document(src, "d1"), g.document(src, "d2")
+    g.links(g.event(g.chunk(d1, "x y", None), "x y", None), x, y)
+    g.links(g.event(g.chunk(d2, "x y", None), "x y", None), x, y)
+    db_conn.execute("select sag.add_relation(%s, 'related_to', %s, 0.9, 'llm')", [x, y])
+
+    def relation() -> list[tuple[str, int, int]]:
+        return db_conn.execute(
+            "select r.origin, r.evidence_count, (select count(*) from sag.relation_events re "
+            "where re.source_id = r.source_id and re.relation_id = r.id)::int from sag.relations r "
+            "where r.head_key_id = %s and r.tail_key_id = %s", [x, y]).fetchall()
+
+    assert relation() == [("llm", 2, 2)]
+    db_conn.execute("select sag.delete_document(%s, %s)", [src, d1])
+    assert relation() == [("llm", 1, 1)]
+    db_conn.execute("select sag.delete_document(%s, %s)", [src, d2])
+    assert relation() == []
 
 
 def test_cooccurrence_pairs_entities_only(db_conn: psycopg.Connection) -> None:
