@@ -181,13 +181,18 @@ set search_path = pg_catalog, sag, pg_temp
 set enable_seqscan = off
 as $$
 #variable_conflict use_column
+declare
+    -- The sources named, never NULL: event_keys' key starts with source_id, and "source_ids is null or ..."
+    -- kept it out of the generic plan's index condition, each event's links found by a skip scan over the
+    -- sources (3 index searches an event, 0.52 against 0.23 ms for 50 events at 10 k events).
+    srcs bigint[] := coalesce(source_ids, array(select x.id from sag.sources x order by x.id));
 begin
     return query
     with activated as (
         select ek.source_id, ek.key_id, sum(e.w) as w
           from unnest(event_ids, event_weights) as e(event_id, w)
-          join sag.event_keys ek on ek.event_id = e.event_id
-         where e.w > 0 and (source_ids is null or ek.source_id = any (source_ids))
+          join sag.event_keys ek on ek.source_id = any (srcs) and ek.event_id = e.event_id
+         where e.w > 0
          group by ek.source_id, ek.key_id
     ),
     key_types as (
@@ -206,7 +211,7 @@ begin
                   join sag.keys k on k.source_id = a.source_id and k.id = a.key_id
                   cross join key_types kt
                  where (k.event_count <= max_key_events or (soft_hubs and not seed))
-                   and (source_ids is null or k.source_id = any (source_ids))) x
+                   and k.source_id = any (srcs)) x
          where x.w > 0
     ),
     kept as (
