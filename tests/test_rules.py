@@ -353,3 +353,17 @@ def test_english_extraction_never_loads_jieba() -> None:
     assert result.stdout.strip() == "False"
 
 
+
+
+def test_a_chinese_title_that_is_one_name_is_a_key_of_its_type() -> None:
+    # The page about a university: its subject is the organization its sentences name, not a topic of the same
+    # name (two keys, and a question naming 北溟大学 could not name a topic).
+    text = "北溟大学位于临川，创建于1952年。"
+    assert (keys_of(text, doc_title="北溟大学")[0].type, keys_of(text, doc_title="北溟大学")[0].name) == \
+        ("organization", "北溟大学")
+    assert [(k.type, k.name) for k in keys_of("她是一位小说家。", doc_title="林晚秋")][:1] == [("person", "林晚秋")]
+    assert [(k.type, k.name) for k in keys_of("临川是一座港口城市。", doc_title="临川")][:1] == [("location", "临川")]
+    # A title that is not one name as a whole stays a topic: a novel (南飞 alone would be a person), a book, a
+    # project; and a title in Latin script, whatever it names.
+    for title in ("候鸟南飞", "三国志", "青岚计划", "Maya Okafor", "Northgate University"):
+        assert [(k.type, k.name) for k in keys_of("这是一段文字。", doc_title=title)][:1] == [("topic", title)]

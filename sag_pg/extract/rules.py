@@ -14,7 +14,8 @@ Keys are what cheap rules can find reliably:
 * Chinese (jieba.posseg): nr → person, ns → location, nt → organization, nz/j/n → topic, v/vn → action,
   t and N年 → time (numeric when the year is parseable).
 * Both: the document title and the chunk title are topic keys of every event of the chunk: the "subject"
-  that links facts from the same page even when a sentence only says "he".
+  that links facts from the same page even when a sentence only says "he".  A Chinese title that is one
+  name as a whole (北溟大学, 林晚秋, 临川) is a key of that name's type, as the name is in a sentence.
 
 Keys are deduplicated by normalized name (one type per name within an event, the first found wins) and
 capped per event, most specific first: subject, named entities, times, quoted titles, phrases, words,
@@ -120,6 +121,23 @@ def _subject_variants(title: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
+def _subject_type(name: str) -> str:
+    """The type of a title's subject key: a Chinese title that is one name as a whole is a key of that name's
+    type (北溟大学 organization, 林晚秋 person, 临川 location), the type the same name gets in a sentence.
+    As a topic, the page about a university and the sentences naming it were two keys (one per type), and a
+    question could not name it (sag.named_keys takes a Han span for a name by its key's type).  Any other
+    title (候鸟南飞, 三国志, 青岚计划) and every title without Han characters stays a topic: capitals name
+    things in other scripts, and an English page's type is no business of its title."""
+    if not contains_han(name):
+        return "topic"
+    pairs = [(p.word, p.flag) for p in load_jieba_posseg().lcut(name)]
+    spans = chinese_names(name, pairs, load_jieba().dt.FREQ)
+    if len(spans) == 1 and (spans[0].start, spans[0].end) == (0, len(name)) and spans[0].name == name:
+        return spans[0].type
+    return "topic"
+
+
 def _title_evidence(doc_title: str, chunk_title: str) -> tuple[frozenset[str], tuple[str, ...]]:
     """In titles every capitalised word counts as evidence ("Rogers" of "Carl Rogers")."""
     words, persons = _evidence(f"{doc_title}\n{chunk_title}")
@@ -337,7 +355,7 @@ class RuleExtractor:
         for title in (doc_title, chunk_title.rsplit(" > ", 1)[-1]):
             if title.strip():
                 name, qualifier = _subject(title.strip())
-                candidates.add(_SUBJECT, "topic", name)
+                candidates.add(_SUBJECT, _subject_type(name), name)
                 candidates.seen.update(_subject_variants(title))  # "The Prestige (film)" covers "Prestige"
                 if qualifier:
                     qualifiers.append(qualifier)
