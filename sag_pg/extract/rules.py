@@ -120,7 +120,6 @@ def _subject_variants(title: str) -> frozenset[str]:
     return frozenset(normalize_key(v) for v in variants if v)
 
 
-@lru_cache(maxsize=256)
 @lru_cache(maxsize=4096)
 def _subject_type(name: str) -> str:
     """The type of a title's subject key: a Chinese title that is one name as a whole is a key of that name's
@@ -138,6 +137,7 @@ def _subject_type(name: str) -> str:
     return "topic"
 
 
+@lru_cache(maxsize=256)
 def _title_evidence(doc_title: str, chunk_title: str) -> tuple[frozenset[str], tuple[str, ...]]:
     """In titles every capitalised word counts as evidence ("Rogers" of "Carl Rogers")."""
     words, persons = _evidence(f"{doc_title}\n{chunk_title}")
