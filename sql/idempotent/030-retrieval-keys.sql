@@ -195,8 +195,10 @@ begin
          where e.w > 0
          group by ek.source_id, ek.key_id
     ),
-    key_types as (
-        -- Each source's key-type weights, read once: not one sources lookup per activated key.
+    key_types as materialized (
+        -- Each source's key-type weights, read once: not one sources lookup per activated key (materialized:
+        -- else the plan may put the aggregate on a nested loop's inner side, re-run for every activated key,
+        -- 0.3 ms of a 1 ms call at 10 k events).
         select coalesce(jsonb_object_agg(s.id::text, s.config -> 'key_types'), '{}') as by_source from sag.sources s
     ),
     eligible as (
