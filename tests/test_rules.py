@@ -120,6 +120,20 @@ def test_chinese_dates_and_book_titles() -> None:
     } <= found
 
 
+def test_generations_and_kinds_are_not_keys() -> None:
+    """三代 (渔民) is tagged as a time and 综合性大学 looked like a university's name (issue 33): a count of
+    generations and a kind of organization are neither; a dynasty stays a time, a university's name a name."""
+    keys = {(k.type, str(k.value)) for k in keys_of("林晚秋出身于三代渔民之家，毕业于北溟大学。")}
+    assert ("person", "林晚秋") in keys and ("organization", "北溟大学") in keys
+    assert not [k for k in keys if k[1] == "三代"]
+    keys = {(k.type, str(k.value)) for k in keys_of("北溟大学是一所综合性大学，第三代校长由新一代学者担任。")}
+    assert ("organization", "北溟大学") in keys
+    assert not [k for k in keys if "综合性" in k[1] or k[0] == "time"], keys
+    kinds = ("研究型大学", "开放式博物馆", "研究型", "开放式")
+    assert not [k for k in keys_of("清华大学是研究型大学，他在开放式博物馆工作。") if k.value in kinds]
+    assert ("time", "唐代") in {(k.type, str(k.value)) for k in keys_of("唐代诗人李白写过这首诗。")}
+
+
 def test_tiny_fragments_join_a_neighbour() -> None:
     events = RuleExtractor().events(
         chunk("Yes. Carl Rogers moved to Chicago in 1920. See above."), doc_title=""

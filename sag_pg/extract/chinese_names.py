@@ -149,6 +149,9 @@ def _scan_back(text: _Text, end: int, limit: int, *, any_verb: bool = False) -> 
     return start
 
 
+_KIND_ENDS = tuple("性型式类")  # what makes an attribute of a noun: 综合性, 研究型, 开放式, 理工类
+
+
 def _generic_prefix(text: _Text, start: int, end: int) -> bool:
     """The part before the suffix is one frequent common word (社区医院, 研究项目), a verb that takes the
     organization as object (创办公司), or prefix and suffix are one common word (合作项目): not a name."""
@@ -156,6 +159,8 @@ def _generic_prefix(text: _Text, start: int, end: int) -> bool:
     token = text.token_at[start]
     if prefix in _OBJECT_VERBS or prefix in GENERIC_WORDS:
         return True  # 古城遗址: a kind of place, not a name
+    if 2 <= len(prefix) <= 3 and prefix.endswith(_KIND_ENDS) and token is not None and token.word == prefix:
+        return True  # (一所)综合性大学, 研究型大学, 开放式博物馆: an attribute names a kind, not one of them
     if token is not None and token.start == start and token.end > end:
         whole = token.flag not in ("nr", "ns", "nt", "nz") and text.frequency(token.word) > 0
         return whole and token.end <= end + 2  # 合作项目, 重点项目: the dictionary's own compound

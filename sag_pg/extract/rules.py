@@ -74,6 +74,9 @@ _CLAUSE_SPLIT_RE = re.compile(r"(?<=;)\s+")
 _PARENTHETICAL_RE = re.compile(r"\s*\([^)]*\)\s*$")
 _TIME_WORD_RE = re.compile(r"[\d年月日世纪朝代]")
 _ERA_YEAR_RE = re.compile(r"[元一二三四五六七八九十]+年")
+_ATTRIBUTE_ENDS = tuple("性型式")
+# Generations, not times, though tagged as times: 三代 (渔民), 新一代, 第三代, 世代.
+_GENERATION_RE = re.compile(r"(?:[第新]?[一二两三四五六七八九十百千几数]+|世)代")
 _TWO_HAN_RE = re.compile(r"[\u4e00-\u9fff]{2}")
 _MONTH_DAY_RE = re.compile(r"(?<![年\d])\d{1,2}月\d{1,2}[日号]")  # 3月12日 (a year before it is find_years')
 
@@ -260,7 +263,7 @@ def _chinese_keys(text: str, candidates: _Candidates, quoted_spans: list[tuple[i
     for index, (word, flag) in enumerate(pairs):
         start = starts[index]
         if flag == "t":
-            if word in _CHINESE_RELATIVE_TIMES or not _TIME_WORD_RE.search(word):
+            if word in _CHINESE_RELATIVE_TIMES or not _TIME_WORD_RE.search(word) or _GENERATION_RE.fullmatch(word):
                 continue
             previous = pairs[index - 1][0] if index else ""
             if _ERA_YEAR_RE.fullmatch(word) and _TWO_HAN_RE.fullmatch(previous):
@@ -279,6 +282,8 @@ def _chinese_keys(text: str, candidates: _Candidates, quoted_spans: list[tuple[i
         key_type, priority = mapped
         if is_generic(word):
             continue  # 总部, 工程师, 所长, the action 工作: roles and parts of anything, edges to everything
+        if len(word) == 3 and word.endswith(_ATTRIBUTE_ENDS):
+            continue  # 综合性, 研究型, 开放式 (大学): an attribute, not a subject
         after_locative = index > 0 and pairs[index - 1][0] in _LOCATIVE_PREPOSITIONS
         if key_type == "topic" and after_locative and following_flag == "v":
             key_type, priority = "location", _NAMED  # 在赤壁迎战
