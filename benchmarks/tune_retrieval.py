@@ -80,8 +80,13 @@ def _admin() -> psycopg.Connection:
     return psycopg.connect(server.dsn(server.maintenance_db), autocommit=True)
 
 
+def set_dir(set_name: str) -> Path:
+    """A set of the shared bench by name, or any directory of the same layout (benchmarks/data/zh-multihop)."""
+    return Path(set_name) if "/" in set_name else BENCH / set_name
+
+
 def db_name(set_name: str, tag: str = "") -> str:
-    return "sag_bench_" + set_name.replace("-", "_") + (f"_{tag}" if tag else "")
+    return "sag_bench_" + Path(set_name).name.replace("-", "_") + (f"_{tag}" if tag else "")
 
 
 # What decides the stored keys, events, chunks and embeddings: a change in any of these re-ingests.
@@ -103,7 +108,7 @@ def ingest_fingerprint() -> str:
 def open_bench(set_name: str, *, home: Path, reingest: bool = False, tag: str = "") -> Bench:
     """Connect to the set's database, ingesting the corpus first if it is not all there or was ingested by
     other ingestion code (or ``reingest``)."""
-    corpus = BENCH / set_name / "corpus.jsonl"
+    corpus = set_dir(set_name) / "corpus.jsonl"
     n_passages = sum(1 for line in corpus.open(encoding="utf-8") if line.strip())
     server = server_params()
     name = db_name(set_name, tag)
@@ -151,7 +156,7 @@ def open_bench(set_name: str, *, home: Path, reingest: bool = False, tag: str = 
     uri_of = {int(c): str(u) for c, u in conn.execute(
         "select c.id, d.uri from sag.chunks c join sag.documents d on d.id = c.document_id "
         "where c.source_id = %s", [source_id]).fetchall()}
-    raw = [json.loads(line) for line in (BENCH / set_name / "queries.jsonl").open(encoding="utf-8") if line.strip()]
+    raw = [json.loads(line) for line in (set_dir(set_name) / "queries.jsonl").open(encoding="utf-8") if line.strip()]
     queries = [Query(r["id"], r["question"], r["gold"], np.asarray(sag.embedder.embed([r["question"]])[0],
                                                                    dtype=np.float32), search_tokens(r["question"]))
                for r in raw]

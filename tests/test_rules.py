@@ -134,6 +134,31 @@ def test_generations_and_kinds_are_not_keys() -> None:
     assert ("time", "唐代") in {(k.type, str(k.value)) for k in keys_of("唐代诗人李白写过这首诗。")}
 
 
+def test_a_rare_last_character_stays_in_the_name() -> None:
+    """jieba's HMM cuts 顾青梧 into 顾青/nr + 梧/ns and 宁吉喆 into 宁吉 + 喆 (the zh-multihop check, rgb-zh): the
+    person is the whole name, so the pages that name her meet in one key; a common place character after a
+    two-character name (京, 美) is not taken into it. 当代 ("present day") is no time key."""
+    for text, name in (("小说获得第五届江海文学奖，作者是顾青梧。", "顾青梧"), ("其妻为作家顾青梧。", "顾青梧"),
+                       ("国家统计局局长宁吉喆表示，人口减少。", "宁吉喆")):
+        persons = [str(k.value) for k in keys_of(text) if k.type == "person"]
+        assert persons == [name], (text, persons)
+    keys = {(k.type, str(k.value)) for k in keys_of("顾青梧，1963年生于澄江市，当代女作家。")}
+    assert ("person", "顾青梧") in keys and ("location", "澄江市") in keys
+    assert not [k for k in keys if k[1] in ("顾青", "当代")], keys
+    assert "张伟" in [str(k.value) for k in keys_of("张伟赴美参加会议。") if k.type == "person"]
+
+
+def test_an_organization_does_not_reach_over_a_common_verb() -> None:
+    """代表作有岳城图书馆 was one organization (the one-character verb 有 did not stop the scan back from 图书馆),
+    like 中有人民日报 and 有航天科技集团 on rgb-zh; a verb right before the head stays in the name."""
+    cases = (("他的代表作有岳城图书馆和多座公共建筑。", "岳城图书馆"),
+             ("其中有人民日报社原副总编梁衡。", "人民日报"),
+             ("海川制造集团宣布了新的计划。", "海川制造集团"))
+    for text, name in cases:
+        organizations = [str(k.value) for k in keys_of(text) if k.type == "organization"]
+        assert organizations == [name], (text, organizations)
+
+
 def test_tiny_fragments_join_a_neighbour() -> None:
     events = RuleExtractor().events(
         chunk("Yes. Carl Rogers moved to Chicago in 1920. See above."), doc_title=""

@@ -59,7 +59,7 @@ _CHINESE_STOP_WORDS = _words(
 )
 _CHINESE_RELATIVE_TIMES = _words(
     """去年 今年 明年 当年 近年 多年 每年 前年 后年 往年 早年 晚年 同年 次年 翌年 当时 今天 昨天 明天 现在
-    以前 以后 目前 昨日 今日 明日 近日 日前 此前 此后 当日 次日"""
+    以前 以后 目前 昨日 今日 明日 近日 日前 此前 此后 当日 次日 当代 当今 如今 现今 近期 最近 今后 将来"""
 )
 _LOCATIVE_PREPOSITIONS = frozenset("在于到至往赴抵从自")
 _CHINESE_PLACE_SUFFIXES = tuple("城州郡县省市镇村关")
