@@ -159,6 +159,18 @@ def test_an_organization_does_not_reach_over_a_common_verb() -> None:
         assert organizations == [name], (text, organizations)
 
 
+def test_common_words_jieba_calls_places_are_no_places() -> None:
+    """jieba's dictionary tags 上市, 深度, 美丽, 湖水, 大桥 as places (ns): as location keys they were "named"
+    entities of every question that used them. A place stays one (深圳, 山北省, 白鹭湖)."""
+    keys = {(k.type, str(k.value)) for k in keys_of("这家公司2021年在深圳上市，研究的深度和美丽的湖水令人难忘。")}
+    assert ("location", "深圳") in keys
+    assert not [k for k in keys if k[0] == "location" and k[1] != "深圳"], keys
+    assert ("topic", "湖水") in keys and not [k for k in keys if k[1] in ("上市", "美丽")], keys
+    keys = {(k.type, str(k.value)) for k in keys_of("白鹭湖引水工程把白鹭湖的湖水引向山北省北部的平原。")}
+    assert {("location", "白鹭湖"), ("location", "山北省")} <= keys
+    assert not [k for k in keys if k[1] in ("平原",) or (k[0] == "location" and k[1] == "湖水")], keys
+
+
 def test_tiny_fragments_join_a_neighbour() -> None:
     events = RuleExtractor().events(
         chunk("Yes. Carl Rogers moved to Chicago in 1920. See above."), doc_title=""

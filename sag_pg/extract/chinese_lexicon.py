@@ -63,6 +63,35 @@ GENERIC_WORDS = frozenset(
         全球 全世界 世界 规模 故事 工厂 海军 陆军 空军 政府 附近 期间 情况 办公室 办事处 分部"""
     )
 )
+# Words jieba's dictionary tags ns (a place) that are common words, with the tag they take instead: nouns
+# (n: a topic unless generic), verbs (v) and adjectives or adverbs (a, d: no key).  Read off the 761 ns words
+# it counts at least 300 times (and 湖畔, 湖水, 滨水 below that); ambiguous ones stay places (天门 the city,
+# 中山, 朝阳, 安宁, 汉堡, 中原, 江南).  As places they were "named" keys: a question saying 上市 or 城市 had an
+# entity to match.
+JIEBA_NOT_PLACES: dict[str, str] = {
+    **dict.fromkeys(
+        _split(
+            """平原 海洋 湖泊 高原 山区 山脉 海峡 河口 冰川 大海 山坡 河谷 山河 山洞 海湾 湖水 江水 河水 大洋 山峰
+            深山 江河 泉水 大河 大湖 大江 池塘 海滨 湖区 海滩 滨海 沧海 海港 山林 山川 台地 深海 深谷 山岭 余脉
+            深水 河湾 江流 海岛 深渊 河畔 湖畔 大山 三角洲 山口 城堡 古城 古都 重镇 都城 京城 城镇 城市 都市 新城
+            内城 商城 大街 南路 中路 西路 东路 北路 石桥 大桥 天桥 路桥 新村 城垣 故城 大城 城南 城西 西门 南门
+            北门 东门 山寨 入口 大门口 井口 庙里 河里 江中 沿河 滨水 东西 英雄 朝廷 哥哥 阿哥 二哥 太阳 江湖 王国
+            共和国 庆典 深度 长度 广度 治安 大国 山水 琉璃瓦 古典 阴阳 江山 福利 日志 青春 莲蓬 桥头堡 法西斯
+            上半场 中密度 契约 金牙 伦理 法典 黄沙 西瓜 贵宾 嘉宾 屯田 北风 礼拜 山羊 青竹 中堂 朝野 象牙 上铺
+            台风 黄连 诸国 诸州 城池 山门"""
+        ),
+        "n",
+    ),
+    **dict.fromkeys(
+        _split(
+            """爱国 开国 建国 上市 回国 长大 普及 上马 云集 新建 中断 关联 上山 兴国 下山 入市 广布 上台 渡江 治国
+            加盟 登山 密封 上门 卫国 入海 赞美 喜庆 登极 归国 渡河 入门 上岗 入川 上路"""
+        ),
+        "v",
+    ),
+    **dict.fromkeys(_split("美丽 新鲜 神圣 广义 莫大 兴旺 白嫩 千古 如林"), "a"),
+    **dict.fromkeys(_split("莫非 立马"), "d"),
+}
 # The generic words a name never reaches over when scanned back (现任青岚计划 is 青岚计划): roles, not heads
 # (大学 of 白鹭大学附属医院) nor places (海洋 of 远澜海洋研究院).
 _ROLE_WORDS = GENERIC_WORDS - frozenset(

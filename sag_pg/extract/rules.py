@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from sag_pg.extract.chinese_lexicon import JIEBA_NOT_PLACES
 from sag_pg.extract.chinese_names import chinese_names, is_generic
 from sag_pg.extract.english_names import _FUNCTION_WORDS, _GAZETTEER, _TOKEN_RE, _analyse, _words
 from sag_pg.text.chunking import markdown_to_prose
@@ -133,7 +134,7 @@ def _subject_type(name: str) -> str:
     things in other scripts, and an English page's type is no business of its title."""
     if not contains_han(name):
         return "topic"
-    pairs = [(p.word, p.flag) for p in load_jieba_posseg().lcut(name)]
+    pairs = _tagged(name)
     spans = chinese_names(name, pairs, load_jieba().dt.FREQ)
     if len(spans) == 1 and (spans[0].start, spans[0].end) == (0, len(name)) and spans[0].name == name:
         return spans[0].type
@@ -223,10 +224,16 @@ def _quoted_keys(text: str, candidates: _Candidates) -> list[tuple[int, int]]:
     return spans
 
 
+def _tagged(text: str) -> list[tuple[str, str]]:
+    """jieba's (word, flag) pairs, its place tag taken off the common words its dictionary calls places."""
+    return [(p.word, JIEBA_NOT_PLACES.get(p.word, p.flag) if p.flag == "ns" else p.flag)
+            for p in load_jieba_posseg().lcut(text)]
+
+
 def _chinese_keys(text: str, candidates: _Candidates, quoted_spans: list[tuple[int, int]]) -> None:
     for match in _MONTH_DAY_RE.finditer(text):  # last in rank: a date without its year must not push a name
         candidates.add(_ACTION, "time", match.group())  # or a topic out of the event's capped keys
-    pairs = [(p.word, p.flag) for p in load_jieba_posseg().lcut(text)]
+    pairs = _tagged(text)
     starts: list[int] = []
     offset = 0
     for word, _ in pairs:
