@@ -171,6 +171,14 @@ def test_common_words_jieba_calls_places_are_no_places() -> None:
     assert not [k for k in keys if k[1] in ("平原",) or (k[0] == "location" and k[1] == "湖水")], keys
 
 
+def test_a_common_noun_after_zai_is_no_place() -> None:
+    """在国家速滑馆举行 made 国家 a location (a topic after 在 and before a verb is promoted, for 在赤壁迎战); one
+    such sentence turned the key of 697 rgb-zh events into a "named" place. A common noun stays a topic."""
+    keys = {(k.type, str(k.value)) for k in keys_of("男子500米决赛在国家速滑馆举行，价格在市场上涨。")}
+    assert not [k for k in keys if k[0] == "location"], keys
+    assert ("location", "赤壁") in {(k.type, str(k.value)) for k in keys_of("孙权和刘备的联军在赤壁迎战曹操。")}
+
+
 def test_tiny_fragments_join_a_neighbour() -> None:
     events = RuleExtractor().events(
         chunk("Yes. Carl Rogers moved to Chicago in 1920. See above."), doc_title=""

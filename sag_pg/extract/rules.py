@@ -224,6 +224,12 @@ def _quoted_keys(text: str, candidates: _Candidates) -> list[tuple[int, int]]:
     return spans
 
 
+# A noun jieba counts this often is a common word: after 在 it is no place name (国家 79,520, 市场 26,927; the
+# places the rule is for are rarer: 赤壁 945, 街亭 45).  As a location it had been a "named" key, and one such
+# sentence made the key of every event naming it a location (keys of several types take the first).
+_COMMON_NOUN_FREQ = 1000
+
+
 def _tagged(text: str) -> list[tuple[str, str]]:
     """jieba's (word, flag) pairs, its place tag taken off the common words its dictionary calls places."""
     return [(p.word, JIEBA_NOT_PLACES.get(p.word, p.flag) if p.flag == "ns" else p.flag)
@@ -234,12 +240,13 @@ def _chinese_keys(text: str, candidates: _Candidates, quoted_spans: list[tuple[i
     for match in _MONTH_DAY_RE.finditer(text):  # last in rank: a date without its year must not push a name
         candidates.add(_ACTION, "time", match.group())  # or a topic out of the event's capped keys
     pairs = _tagged(text)
+    freq = load_jieba().dt.FREQ
     starts: list[int] = []
     offset = 0
     for word, _ in pairs:
         starts.append(offset)
         offset += len(word)
-    spans = chinese_names(text, pairs, load_jieba().dt.FREQ)
+    spans = chinese_names(text, pairs, freq)
     taken = [False] * len(text)
     for begin, end in quoted_spans:  # 《候鸟南飞》 is the key, not 候鸟 nor the person 南飞
         for i in range(begin, end):
@@ -292,8 +299,8 @@ def _chinese_keys(text: str, candidates: _Candidates, quoted_spans: list[tuple[i
         if len(word) == 3 and word.endswith(_ATTRIBUTE_ENDS):
             continue  # 综合性, 研究型, 开放式 (大学): an attribute, not a subject
         after_locative = index > 0 and pairs[index - 1][0] in _LOCATIVE_PREPOSITIONS
-        if key_type == "topic" and after_locative and following_flag == "v":
-            key_type, priority = "location", _NAMED  # 在赤壁迎战
+        if key_type == "topic" and after_locative and following_flag == "v" and freq.get(word, 0) < _COMMON_NOUN_FREQ:
+            key_type, priority = "location", _NAMED  # 在赤壁迎战; not 在国家速滑馆, 在市场上涨
         candidates.add(priority, key_type, word)
 
 
