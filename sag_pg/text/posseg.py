@@ -55,12 +55,11 @@ class PossegViterbi:
             keep = self.live[states]
             before, prior = states[keep], score[keep]
             expected = self.follows[before].any(axis=0)
-            own = self.char_states.get(char)  # jieba: set(states.get(char, all_states)) & expected, or
-            states = own[expected[own]] if own is not None else np.flatnonzero(expected)  # expected, or all
+            # jieba: the character's own states that can follow; else all that can follow; else every state
+            own = self.char_states.get(char)
+            states = own[expected[own]] if own is not None else np.flatnonzero(expected)
             if not len(states):
-                states = np.flatnonzero(expected)
-                if not len(states):
-                    states = self.every
+                states = np.flatnonzero(expected) if expected.any() else self.every
             # jieba: max((V[t-1][y0] + trans_p[y0].get(y, MIN_INF) + emit_p[y].get(obs[t], MIN_FLOAT), y0))
             scores = (prior[:, None] + self.trans[np.ix_(before, states)]) + self._emit(states, char)[None, :]
             best = len(before) - 1 - np.argmax(scores[::-1], axis=0)  # the last maximum: the larger state
